@@ -1,0 +1,1 @@
+"""Shoal's actors: thin Thespian shells around pure deciders (share, rlmm, controller)."""

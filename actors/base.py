@@ -1,0 +1,174 @@
+"""The typed base actors every Shoal actor derives from.
+
+``ShoalActor`` (after elastic/rally's ``BaseActor``): one ``receiveMsg_<Type>`` per message type,
+explicit handling of Thespian's system messages (``ActorExitRequest``, ``ChildActorExited``,
+``PoisonMessage``, ``DeadEnvelope``) and of unknown messages, which are logged and answered with a
+``Failure`` instead of crashing the actor.
+
+``EventSourcedActor`` adds the persistence step of *receive → decide → append → evolve → reply*:
+:meth:`EventSourcedActor.persist` appends the decided events either directly to the event log
+(``journal=None``: simple base, tests, a single writer) or through the :class:`JournalActor`, which
+group-commits the appends of many actors in one transaction. While a journal append is in flight
+the actor stashes every other message and replays them afterwards, as Akka's ``PersistentActor``
+does, so commands are decided against durable state only.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from typing import Any, Callable, Sequence
+
+from thespian.actors import (
+    ActorExitRequest,
+    ActorTypeDispatcher,
+    ChildActorExited,
+    DeadEnvelope,
+    PoisonMessage,
+    WakeupMessage,
+)
+
+from actors.messages import AppendEvents, AppendFailed, EventsAppended, Failure
+from store.event_log import AppendRequest, AppendResult, ConcurrencyError, EventLog, open_event_log
+
+__all__ = ["EventSourcedActor", "PersistError", "ShoalActor", "event_log_for"]
+
+log = logging.getLogger("shoal.actors")
+
+_EVENT_LOGS: dict[str, EventLog] = {}
+
+
+def event_log_for(config: dict[str, Any]) -> EventLog:
+    """The process-wide :class:`EventLog` for ``config['event.log.url']`` (opened once per process
+    and URL; ``event.log.sqlite.synchronous`` applies). Raises ``KeyError`` without a URL."""
+    url = str(config["event.log.url"])
+    elog = _EVENT_LOGS.get(url)
+    if elog is None:
+        elog = open_event_log(url, synchronous=str(config.get("event.log.sqlite.synchronous", "FULL")))
+        _EVENT_LOGS[url] = elog
+    return elog
+
+
+class PersistError(RuntimeError):
+    """An append was refused: ``error`` is ``"CONCURRENCY"``, ``"INVALID"`` or ``"STORAGE"``."""
+
+    def __init__(self, error: str, message: str) -> None:
+        self.error = error
+        super().__init__(f"{error}: {message}")
+
+
+class ShoalActor(ActorTypeDispatcher):
+    """Base actor: logs and survives system and unknown messages.
+
+    Subclasses define ``receiveMsg_<Type>(self, msg, sender)`` handlers and may override
+    :meth:`on_child_exited` and :meth:`on_exit`.
+    """
+
+    def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
+        log.debug("%s: exit requested", type(self).__name__)
+        self.on_exit()
+
+    def receiveMsg_ChildActorExited(self, msg: ChildActorExited, sender: Any) -> None:
+        self.on_child_exited(msg.childAddress)
+
+    def receiveMsg_PoisonMessage(self, msg: PoisonMessage, sender: Any) -> None:
+        log.warning("%s: a message it sent failed twice in %s: %r (%s)", type(self).__name__, sender, msg.poisonMessage, msg.details)
+        self.on_poison(msg, sender)
+
+    def receiveMsg_DeadEnvelope(self, msg: DeadEnvelope, sender: Any) -> None:
+        log.info("%s: dead letter to %s: %r", type(self).__name__, msg.deadAddress, msg.deadMessage)
+
+    def receiveMsg_WakeupMessage(self, msg: WakeupMessage, sender: Any) -> None:
+        self.on_wakeup(msg.payload)
+
+    def receiveUnrecognizedMessage(self, msg: Any, sender: Any) -> None:
+        log.warning("%s: unrecognized message from %s: %r", type(self).__name__, sender, msg)
+        if sender is not None and sender != self.myAddress and not isinstance(msg, (Failure, PoisonMessage)):
+            self.send(sender, Failure("INVALID_REQUEST", f"{type(self).__name__} does not handle {type(msg).__name__}"))
+
+    # hooks --------------------------------------------------------------------------------
+    def on_exit(self) -> None:
+        """Called on ``ActorExitRequest``; release resources here (the exit cannot be refused)."""
+
+    def on_child_exited(self, child: Any) -> None:
+        """Called when a child actor exited (``ChildActorExited``)."""
+
+    def on_poison(self, msg: PoisonMessage, sender: Any) -> None:
+        """Called when a message this actor sent failed twice in its target."""
+
+    def on_wakeup(self, payload: Any) -> None:
+        """Called for each ``wakeupAfter`` timer with its payload (timers cannot be cancelled:
+        ignore stale ones)."""
+
+
+class EventSourcedActor(ShoalActor):
+    """A ShoalActor that persists decisions as events before it replies.
+
+    Call :meth:`attach_event_log` when configured. Then in a handler::
+
+        events = decide(state, command, now_ms)
+        self.persist([AppendRequest(stream, [new_event(e) for e in events], expected)],
+                     lambda results: self._applied(events, results, sender))
+
+    ``then`` receives the list of :class:`AppendResult` (or a :class:`PersistError`) once the
+    events are durable. With the direct log it runs before ``persist`` returns.
+    """
+
+    _event_log: EventLog | None = None
+    _journal: Any = None
+
+    def attach_event_log(self, config: dict[str, Any], journal: Any = None) -> EventLog:
+        """Open the process's event log for ``config`` and use the JournalActor at ``journal``
+        (``None``: append directly). Returns the :class:`EventLog` (for recovery reads)."""
+        self._event_log = event_log_for(config)
+        self._journal = journal
+        return self._event_log
+
+    @property
+    def event_log(self) -> EventLog:
+        if self._event_log is None:
+            raise RuntimeError(f"{type(self).__name__} has no event log yet (not configured)")
+        return self._event_log
+
+    def persist(
+        self, requests: Sequence[AppendRequest], then: Callable[[list[AppendResult] | PersistError], None]
+    ) -> None:
+        """Append ``requests`` atomically (all streams or none) and call ``then`` with the results
+        or a :class:`PersistError`. Messages arriving meanwhile are stashed (journal mode)."""
+        if self._journal is None:
+            try:
+                results = self.event_log.append_batch(list(requests))
+            except ConcurrencyError as exc:
+                then(PersistError("CONCURRENCY", str(exc)))
+                return
+            except ValueError as exc:
+                then(PersistError("INVALID", str(exc)))
+                return
+            except Exception as exc:  # the store itself failed (disk full, connection lost)
+                log.exception("append failed")
+                then(PersistError("STORAGE", f"{type(exc).__name__}: {exc}"))
+                return
+            then(results)
+            return
+        if not hasattr(self, "_pending"):
+            self._pending: dict[int, Callable[..., None]] = {}
+            self._stash: list[tuple[Any, Any]] = []
+            self._ids = itertools.count(1)
+        corr = next(self._ids)
+        self._pending[corr] = then
+        self.send(self._journal, AppendEvents(corr, list(requests)))
+
+    def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
+        pending = getattr(self, "_pending", None)
+        if isinstance(msg, (EventsAppended, AppendFailed)) and pending is not None:
+            then = pending.pop(msg.correlation_id, None)
+            if then is not None:
+                then(msg.results if isinstance(msg, EventsAppended) else PersistError(msg.error, msg.message))
+            while not self._pending and self._stash:
+                stashed, stashed_sender = self._stash.pop(0)
+                super().receiveMessage(stashed, stashed_sender)
+            return
+        if pending and not isinstance(msg, (ActorExitRequest, ChildActorExited, PoisonMessage, DeadEnvelope)):
+            self._stash.append((msg, sender))
+            return
+        super().receiveMessage(msg, sender)

@@ -1,0 +1,107 @@
+"""The JournalActor: one writer that group-commits the appends of many actors.
+
+Every event-sourced actor in the daemon sends :class:`AppendEvents` here instead of opening its own
+write transaction, so actors never fight over SQLite's write lock. The journal buffers requests and
+flushes them as one transaction (``EventLog.append_many``, per-request outcomes) when
+``event.log.journal.max.batch`` requests are waiting or after ``event.log.journal.linger.ms``
+(default 0: at the next turn of the actor's loop, which lets messages that already arrived join).
+Each sender gets :class:`EventsAppended` or :class:`AppendFailed` for exactly its own request.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from actors.base import ShoalActor, event_log_for
+from actors.messages import AppendEvents, AppendFailed, Configure, Configured, EventsAppended, Failure
+from store.event_log import AppendResult, ConcurrencyError
+
+__all__ = ["JournalActor"]
+
+_FLUSH = "journal-flush"
+
+
+class JournalActor(ShoalActor):
+    """Group-commit writer of the event log. Configure with :class:`Configure` (``config`` holds
+    ``event.log.url``); then send :class:`AppendEvents`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._log = None
+        self._buffer: list[tuple[AppendEvents, Any]] = []
+        self._flush_scheduled = False
+        self._max_batch = 256
+        self._linger = timedelta(0)
+        self.batches = 0
+
+    def receiveMsg_Configure(self, msg: Configure, sender: Any) -> None:
+        self._log = event_log_for(msg.config)
+        self._max_batch = int(msg.config.get("event.log.journal.max.batch", 256))
+        self._linger = timedelta(milliseconds=float(msg.config.get("event.log.journal.linger.ms", 0)))
+        self.send(sender, Configured(msg.name or "journal", self._log.last_position()))
+
+    def receiveMsg_AppendEvents(self, msg: AppendEvents, sender: Any) -> None:
+        if self._log is None:
+            self.send(sender, AppendFailed(msg.correlation_id, "STORAGE", "journal not configured"))
+            return
+        self._buffer.append((msg, sender))
+        if len(self._buffer) >= self._max_batch:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self.wakeupAfter(self._linger, payload=_FLUSH)
+
+    def on_wakeup(self, payload: Any) -> None:
+        if payload == _FLUSH:
+            self._flush_scheduled = False
+            self._flush()
+
+    def on_exit(self) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
+        if not self._buffer or self._log is None:
+            return
+        batch, self._buffer = self._buffer, []
+        # Flatten: each AppendEvents is atomic by itself, so group its requests and commit the
+        # whole buffer in one transaction; a failing AppendEvents must not write any of its parts.
+        outcomes = self._commit(batch)
+        self.batches += 1
+        for (msg, sender), outcome in zip(batch, outcomes):
+            if isinstance(outcome, list):
+                self.send(sender, EventsAppended(msg.correlation_id, outcome))
+            else:
+                self.send(sender, outcome)
+
+    def _commit(self, batch: list[tuple[AppendEvents, Any]]) -> list[list[AppendResult] | AppendFailed]:
+        """One transaction for the whole buffer; if any message is refused (a version conflict, an
+        empty append), fall back to one transaction per message so each is answered alone."""
+        assert self._log is not None
+        try:
+            results = self._log.append_batch([r for msg, _ in batch for r in msg.requests])
+        except (ConcurrencyError, ValueError):
+            return [self._commit_one(msg) for msg, _ in batch]
+        except Exception as exc:  # storage failure: every message in the batch fails
+            return [AppendFailed(msg.correlation_id, "STORAGE", f"{type(exc).__name__}: {exc}") for msg, _ in batch]
+        it = iter(results)
+        return [[next(it) for _ in msg.requests] for msg, _ in batch]
+
+    def _commit_one(self, msg: AppendEvents) -> list[AppendResult] | AppendFailed:
+        assert self._log is not None
+        try:
+            return self._log.append_batch(msg.requests)
+        except ConcurrencyError as exc:
+            return AppendFailed(msg.correlation_id, "CONCURRENCY", str(exc))
+        except ValueError as exc:
+            return AppendFailed(msg.correlation_id, "INVALID", str(exc))
+        except Exception as exc:
+            return AppendFailed(msg.correlation_id, "STORAGE", f"{type(exc).__name__}: {exc}")
+
+    def receiveMsg_StatusRequest(self, msg: Any, sender: Any) -> None:
+        from actors.messages import StatusReply
+
+        self.send(sender, StatusReply("journal", self._log is not None, {"batches": self.batches, "buffered": len(self._buffer)}))
+
+    def receiveMsg_Failure(self, msg: Failure, sender: Any) -> None:
+        pass

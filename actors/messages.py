@@ -1,0 +1,143 @@
+"""Messages shared by every Shoal actor: configuration, the journal protocol, readiness.
+
+Plain picklable classes (Thespian's multiproc bases pickle every message), with ``__slots__`` and
+``__eq__`` for tests. Errors travel as a Kafka error-code name plus a message string, never as
+exception objects (the receiving process may not have the class; elastic/rally does the same).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from store.event_log import AppendRequest, AppendResult
+
+__all__ = [
+    "AppendEvents",
+    "AppendFailed",
+    "Configure",
+    "Configured",
+    "EventsAppended",
+    "Failure",
+    "NotReady",
+    "StatusRequest",
+    "StatusReply",
+]
+
+
+class _Msg:
+    __slots__: tuple[str, ...] = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(self) is type(other) and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {s: getattr(self, s) for s in self.__slots__}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+
+
+class Configure(_Msg):
+    """First message every Shoal actor gets from its creator.
+
+    ``config``: a flat ``dict[str, str|int|bool]`` of Kafka/Shoal config keys (``event.log.url``,
+    ``group.share.record.lock.duration.ms`` …); ``name``: the actor's logical name (group id,
+    metadata partition …); ``journal``: the JournalActor's address, or ``None`` for direct appends.
+    The actor answers :class:`Configured` once it has recovered (or ``Failure``).
+    """
+
+    __slots__ = ("config", "name", "journal")
+
+    def __init__(self, config: dict[str, Any], name: str = "", journal: Any = None) -> None:
+        self.config = config
+        self.name = name
+        self.journal = journal
+
+
+class Configured(_Msg):
+    """Reply to :class:`Configure`: the actor has recovered ``events_replayed`` events up to
+    global ``position`` and is ready."""
+
+    __slots__ = ("name", "position", "events_replayed")
+
+    def __init__(self, name: str, position: int = 0, events_replayed: int = 0) -> None:
+        self.name = name
+        self.position = position
+        self.events_replayed = events_replayed
+
+
+class NotReady(_Msg):
+    """The actor has not finished recovery (COORDINATOR_LOAD_IN_PROGRESS on the wire)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class Failure(_Msg):
+    """A request failed: ``error`` is a Kafka error name (``"INVALID_REQUEST"``…) or
+    ``"UNKNOWN_SERVER_ERROR"``; ``message`` is for humans; ``request`` echoes the request's
+    correlation data when there is any."""
+
+    __slots__ = ("error", "message", "request")
+
+    def __init__(self, error: str, message: str = "", request: Any = None) -> None:
+        self.error = error
+        self.message = message
+        self.request = request
+
+
+class AppendEvents(_Msg):
+    """To the JournalActor: append ``requests`` atomically; reply :class:`EventsAppended` or
+    :class:`AppendFailed` carrying ``correlation_id``."""
+
+    __slots__ = ("correlation_id", "requests")
+
+    def __init__(self, correlation_id: int, requests: Sequence[AppendRequest]) -> None:
+        self.correlation_id = correlation_id
+        self.requests = list(requests)
+
+
+class EventsAppended(_Msg):
+    """From the JournalActor: the append with ``correlation_id`` is durable at ``results``."""
+
+    __slots__ = ("correlation_id", "results")
+
+    def __init__(self, correlation_id: int, results: Sequence[AppendResult]) -> None:
+        self.correlation_id = correlation_id
+        self.results = list(results)
+
+
+class AppendFailed(_Msg):
+    """From the JournalActor: nothing of the append ``correlation_id`` was written.
+    ``error`` is ``"CONCURRENCY"``, ``"INVALID"`` or ``"STORAGE"``; ``message`` says why."""
+
+    __slots__ = ("correlation_id", "error", "message")
+
+    def __init__(self, correlation_id: int, error: str, message: str) -> None:
+        self.correlation_id = correlation_id
+        self.error = error
+        self.message = message
+
+
+class StatusRequest(_Msg):
+    """Ask an actor for its :class:`StatusReply`."""
+
+    __slots__ = ()
+
+
+class StatusReply(_Msg):
+    """An actor's readiness and counters (``counts``: name → int)."""
+
+    __slots__ = ("name", "ready", "counts")
+
+    def __init__(self, name: str, ready: bool, counts: dict[str, int]) -> None:
+        self.name = name
+        self.ready = ready
+        self.counts = counts

@@ -1,0 +1,90 @@
+"""Configuration as Kafka does it: a ``server.properties`` file plus ``--override key=value``.
+
+Keys are Kafka's (``listeners``, ``log.dirs``, ``num.partitions``, ``group.share.*``,
+``remote.log.metadata.topic.num.partitions`` …) plus Shoal's own under ``event.log.*`` and
+``shoal.*``. Values stay strings here; each domain parses and validates its keys with Kafka's
+types, defaults and ranges (e.g. ``actors/share/config.py``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable, Mapping
+
+__all__ = ["BROKER_DEFAULTS", "ConfigError", "load_config", "parse_properties"]
+
+
+class ConfigError(ValueError):
+    """A config file or override is malformed, or a value is outside its valid range
+    (Kafka's ``ConfigException``; INVALID_CONFIG on the wire)."""
+
+
+#: Broker-level defaults for the embedded setup (Kafka's defaults where Kafka has the key).
+BROKER_DEFAULTS: dict[str, str] = {
+    "listeners": "PLAINTEXT://127.0.0.1:9092",
+    "node.id": "1",
+    "log.dirs": "./data/logs",
+    "shoal.data.dir": "./data",
+    "event.log.url": "",  # empty: sqlite:///<shoal.data.dir>/events.db
+    "event.log.sqlite.synchronous": "FULL",
+    "event.log.journal.max.batch": "256",
+    "event.log.journal.linger.ms": "0",
+    "shoal.actor.system.base": "multiprocTCPBase",
+    "shoal.actor.system.admin.port": "1900",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "auto.create.topics.enable": "true",
+    "socket.request.max.bytes": "104857600",
+    "remote.log.storage.system.enable": "true",
+    "remote.log.metadata.topic.num.partitions": "50",
+}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value`` or ``key: value`` lines, ``#``/``!``
+    comments, backslash line continuations. Returns key → value (strings, stripped).
+    Raises :class:`ConfigError` naming the line for a line without a separator."""
+    out: dict[str, str] = {}
+    pending = ""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = pending + raw.strip() if pending else raw.strip()
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        idx = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if idx <= 0:
+            raise ConfigError(f"line {lineno}: expected key=value, got {raw!r}")
+        out[line[:idx].strip()] = line[idx + 1 :].strip()
+    return out
+
+
+def load_config(
+    path: str | os.PathLike[str] | None = None,
+    overrides: Iterable[str] = (),
+    data_dir: str | None = None,
+    defaults: Mapping[str, str] = BROKER_DEFAULTS,
+) -> dict[str, str]:
+    """Merge ``defaults`` ← the properties file at ``path`` ← ``overrides`` (``"key=value"``
+    strings, later ones win) ← ``data_dir`` (sets ``shoal.data.dir`` and ``log.dirs``).
+
+    Fills ``event.log.url`` from the data dir when empty. Returns the merged dict.
+    Raises :class:`ConfigError` for a malformed override or file, ``FileNotFoundError`` for a
+    missing file."""
+    cfg = dict(defaults)
+    if path is not None:
+        cfg.update(parse_properties(Path(path).read_text()))
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"--override expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        cfg[key.strip()] = value.strip()
+    if data_dir is not None:
+        cfg["shoal.data.dir"] = data_dir
+        cfg["log.dirs"] = str(Path(data_dir) / "logs")
+    if not cfg.get("event.log.url"):
+        cfg["event.log.url"] = f"sqlite:///{Path(cfg['shoal.data.dir']).resolve() / 'events.db'}"
+    return cfg
