@@ -37,7 +37,7 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import Connection, Engine
 
-from events.base import NewEvent, RecordedEvent
+from events.base import EventEnvelope, NewEvent, RecordedEvent
 
 __all__ = [
     "ANY",
@@ -47,6 +47,7 @@ __all__ = [
     "ConcurrencyError",
     "EventLog",
     "EventLogError",
+    "WriteLockTimeout",
     "Snapshot",
     "metadata",
     "open_event_log",
@@ -89,6 +90,11 @@ snapshots_table = sa.Table(
 
 class EventLogError(RuntimeError):
     """Base of the event log's errors."""
+
+
+class WriteLockTimeout(EventLogError):
+    """The log's write lock was not granted in time (PostgreSQL ``lock_timeout``, SQLite
+    ``busy_timeout``); nothing was written and the append may be retried with the same ids."""
 
 
 class ConcurrencyError(EventLogError):
@@ -168,7 +174,13 @@ class EventLog:
         self.clock = clock
         self.lock_timeout_ms = lock_timeout_ms
         self.dialect = engine.dialect.name
-        self._insert = events_table.insert()
+        # The hot path speaks the driver's SQL directly (still through SQLAlchemy's connection):
+        # compiling Core constructs per append costs more than the insert itself.
+        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        cols = ("position", "event_id", "stream_id", "stream_version", "event_type", "schema_version", "recorded_at_ms", "data")
+        self._sql_insert = f"INSERT INTO events ({', '.join(cols)}) VALUES ({', '.join([mark] * len(cols))})"
+        self._sql_max_position = "SELECT max(position) FROM events"
+        self._sql_stream_version = f"SELECT max(stream_version) FROM events WHERE stream_id = {mark}"
         self._write_mutex = threading.Lock()
 
     # ------------------------------------------------------------------ writing
@@ -209,11 +221,17 @@ class EventLog:
                 if atomic:
                     raise exc
         try:
-            return self._append_many_once(requests, atomic, check_ids=False)
-        except sa.exc.IntegrityError:
-            # An event id is already stored (an ANY-append retried, or a retry racing its original
-            # in another process): do it again checking every request's ids for a stored original.
-            return self._append_many_once(requests, atomic, check_ids=True)
+            try:
+                return self._append_many_once(requests, atomic, check_ids=False)
+            except sa.exc.IntegrityError:
+                # An event id is already stored (an ANY-append retried, or a retry racing its
+                # original in another process): again, checking every request's ids.
+                return self._append_many_once(requests, atomic, check_ids=True)
+        except sa.exc.OperationalError as exc:
+            text = str(exc.orig).lower()
+            if "lock" in text and ("timeout" in text or "locked" in text):
+                raise WriteLockTimeout(f"the event log's write lock was not granted: {exc.orig}") from exc
+            raise
 
     def _append_many_once(
         self, requests: Sequence[AppendRequest], atomic: bool, check_ids: bool
@@ -237,10 +255,10 @@ class EventLog:
     def _validate_and_insert(
         self, conn: Connection, requests: Sequence[AppendRequest], atomic: bool, check_ids: bool
     ) -> list[AppendResult | Exception]:
-        position = conn.execute(sa.select(sa.func.max(events_table.c.position))).scalar() or 0
+        position = conn.exec_driver_sql(self._sql_max_position).scalar() or 0
         versions: dict[str, int] = {}
         results: list[AppendResult | Exception] = []
-        rows: list[dict[str, Any]] = []
+        rows: list[tuple[Any, ...]] = []
         now = self.clock()
         for req in requests:
             outcome = self._check_request(conn, req, versions, check_ids)
@@ -254,26 +272,19 @@ class EventLog:
                 continue
             current = outcome
             positions = tuple(range(position + 1, position + 1 + len(req.events)))
-            for i, ev in enumerate(req.events):
-                rows.append(
-                    {
-                        "position": positions[i],
-                        "event_id": str(ev.event_id),
-                        "stream_id": req.stream_id,
-                        "stream_version": current + 1 + i,
-                        "event_type": ev.event_type,
-                        "schema_version": ev.schema_version,
-                        "recorded_at_ms": now,
-                        "data": ev.data.decode() if isinstance(ev.data, bytes) else ev.data,
-                    }
-                )
+            stream_id = req.stream_id
+            base = current + 1 - positions[0]
+            rows.extend(
+                (p, str(ev.event_id), stream_id, p + base, ev.event_type, ev.schema_version, now, ev.data.decode())
+                for p, ev in zip(positions, req.events)
+            )
             position = positions[-1]
             versions[req.stream_id] = current + len(req.events)
             results.append(
                 AppendResult(req.stream_id, current + 1, current + len(req.events), positions[0], positions[-1], positions)
             )
         if rows:
-            conn.execute(self._insert, rows)
+            conn.exec_driver_sql(self._sql_insert, rows)
         return results
 
     def _check_request(
@@ -320,8 +331,7 @@ class EventLog:
         return AppendResult(req.stream_id, versions[0], versions[-1], positions[0], positions[-1], positions)
 
     def _stream_version(self, conn: Connection, stream_id: str) -> int:
-        t = events_table.c
-        return conn.execute(sa.select(sa.func.max(t.stream_version)).where(t.stream_id == stream_id)).scalar() or 0
+        return conn.exec_driver_sql(self._sql_stream_version, (stream_id,)).scalar() or 0
 
     # ------------------------------------------------------------------ reading
 
@@ -383,6 +393,27 @@ class EventLog:
             if len(batch) < page:
                 return
             checkpoint = batch[-1].position
+
+    def iter_envelopes(
+        self,
+        from_position: int = 0,
+        until_position: int | None = None,
+        on_corrupt: Callable[[Exception], None] | None = None,
+    ) -> Iterator[EventEnvelope]:
+        """Decoded events after ``from_position`` (exclusive) up to ``until_position`` (inclusive).
+
+        A stored payload that cannot be decoded raises :class:`events.codec.CorruptEventError`
+        naming its position; with ``on_corrupt`` the error is passed to it instead and the loop
+        goes on with the next event."""
+        from events.codec import CorruptEventError
+
+        for rec in self.iter_all(from_position, until_position=until_position):
+            try:
+                yield EventEnvelope.of(rec)
+            except CorruptEventError as exc:
+                if on_corrupt is None:
+                    raise
+                on_corrupt(exc)
 
     def last_position(self) -> int:
         """The highest committed position (0 for an empty log)."""

@@ -6,6 +6,8 @@
   reason printed, except under ``CI=true``, where it fails.
 * ``event_log``: parametrized over both backends.
 * ``asys``: a ``simpleSystemBase`` actor system (``logDefs=False``), shut down after the test.
+* ``mp_asys``: a ``multiprocTCPBase`` system on a free admin port (``QUIET_LOG_DEFS``; note
+  that ``logDefs=False`` breaks multiproc child start-up), shut down after the test.
 """
 
 from __future__ import annotations
@@ -100,6 +102,33 @@ def event_log(event_log_url):
     log = open_event_log(event_log_url)
     yield log
     log.close()
+
+
+#: Thespian logging config for multiproc bases (``logDefs=False`` breaks their child start-up).
+QUIET_LOG_DEFS = {
+    "version": 1,
+    "handlers": {"null": {"class": "logging.NullHandler"}},
+    "root": {"handlers": ["null"], "level": "WARNING"},
+}
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1 (for Thespian admin ports and listeners)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def mp_asys():
+    """A ``multiprocTCPBase`` actor system on a free admin port, shut down after the test."""
+    from thespian.actors import ActorSystem
+
+    system = ActorSystem("multiprocTCPBase", {"Admin Port": free_port()}, logDefs=QUIET_LOG_DEFS, transientUnique=True)
+    yield system
+    system.shutdown()
 
 
 @pytest.fixture

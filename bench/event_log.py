@@ -1,0 +1,185 @@
+"""Event-log benchmark: prints one JSON document.
+
+Figures (issue 2): append throughput at batch sizes 1, 100 and 1,000 and with 4 concurrent writer
+processes, on SQLite (file, WAL, synchronous=FULL) and PostgreSQL; p50/p99 latency of single-event
+appends; ``read_all`` throughput through Arrow (ADBC); and the raw ``sqlite3.executemany`` rate on
+the same schema beside ours.
+
+Usage: ``python bench/event_log.py [--events N] [--skip-postgres] [--pg-url URL]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from events import domain_event, new_event  # noqa: E402
+from store.event_log import ANY, EventLog, open_event_log  # noqa: E402
+
+PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+PAYLOAD = "x" * 80  # ~100-byte events, as in the reference's baseline
+
+
+@domain_event("bench.Happened")
+@dataclass(frozen=True, slots=True)
+class Happened:
+    n: int
+    note: str
+
+
+def _events(k: int, start: int = 0):
+    return [new_event(Happened(start + i, PAYLOAD)) for i in range(k)]
+
+
+def bench_appends(log: EventLog, batch: int, total: int) -> dict:
+    batches = [_events(batch, i * batch) for i in range(max(1, total // batch))]
+    lat: list[float] = []
+    t0 = time.perf_counter()
+    for i, evs in enumerate(batches):
+        s = time.perf_counter()
+        log.append(f"b{batch}-{i % 50}", evs, ANY)
+        lat.append(time.perf_counter() - s)
+    dt = time.perf_counter() - t0
+    n = len(batches) * batch
+    lat.sort()
+    return {
+        "batch": batch,
+        "events": n,
+        "events_per_s": round(n / dt),
+        "p50_ms": round(lat[len(lat) // 2] * 1000, 3),
+        "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000, 3),
+    }
+
+
+def _writer(url: str, wid: int, batch: int, count: int, q) -> None:  # a separate process
+    log = open_event_log(url, create=False)
+    evs = [_events(batch, j * batch) for j in range(count)]
+    q.put("ready")
+    q.get()  # the parent took "ready" off the queue and puts "go" once every writer is ready
+    t0 = time.perf_counter()
+    for j in range(count):
+        log.append(f"w{wid}-{j % 10}", evs[j], ANY)
+    q.put(time.perf_counter() - t0)
+
+
+def bench_concurrent(url: str, writers: int, batch: int, count: int) -> dict:
+    ctx = mp.get_context("spawn")
+    queues = [ctx.Queue() for _ in range(writers)]
+    procs = [ctx.Process(target=_writer, args=(url, i, batch, count, queues[i])) for i in range(writers)]
+    for p in procs:
+        p.start()
+    for q in queues:
+        assert q.get(timeout=120) == "ready"
+    t0 = time.perf_counter()
+    for q in queues:
+        q.put("go")
+    for p in procs:
+        p.join()
+    dt = time.perf_counter() - t0
+    n = writers * batch * count
+    return {"writers": writers, "batch": batch, "events": n, "events_per_s": round(n / dt)}
+
+
+def bench_arrow_read(log: EventLog) -> dict:
+    n = log.last_position()
+    t0 = time.perf_counter()
+    table = log.arrow_batches().read_all()
+    dt = time.perf_counter() - t0
+    return {"events": table.num_rows, "events_per_s": round(table.num_rows / dt), "seconds": round(dt, 3), "last_position": n}
+
+
+def bench_read_all_pages(log: EventLog) -> dict:
+    t0 = time.perf_counter()
+    n = sum(1 for _ in log.iter_all(page_size=1000))
+    dt = time.perf_counter() - t0
+    return {"events": n, "events_per_s": round(n / dt)}
+
+
+def bench_raw_sqlite(path: str, batch: int, total: int, synchronous: str = "FULL") -> dict:
+    """The same schema and the same per-append work (read max position and the stream version
+    under BEGIN IMMEDIATE, then executemany) in plain sqlite3, without SQLAlchemy."""
+    log = open_event_log(f"sqlite:///{path}")  # create the schema exactly as ours
+    log.close()
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA journal_mode=WAL")
+    con.execute(f"PRAGMA synchronous={synchronous}")
+    sql = ("INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, "
+           "recorded_at_ms, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+    batches = [[(str(uuid.uuid4()), e.data.decode()) for e in _events(batch, i * batch)] for i in range(total // batch)]
+    t0 = time.perf_counter()
+    for i, rows in enumerate(batches):
+        stream = f"raw-{i % 50}"
+        con.execute("BEGIN IMMEDIATE")
+        pos = con.execute("SELECT max(position) FROM events").fetchone()[0] or 0
+        ver = con.execute("SELECT max(stream_version) FROM events WHERE stream_id = ?", (stream,)).fetchone()[0] or 0
+        now = time.time_ns() // 1_000_000
+        con.executemany(sql, [(pos + 1 + k, eid, stream, ver + 1 + k, "bench.Happened", 1, now, data) for k, (eid, data) in enumerate(rows)])
+        con.execute("COMMIT")
+    dt = time.perf_counter() - t0
+    n = len(batches) * batch
+    con.close()
+    return {"batch": batch, "events": n, "events_per_s": round(n / dt)}
+
+
+def run_backend(url: str, events: int, tmpdir: str | None) -> dict:
+    log = open_event_log(url)
+    out = {
+        "append_batch_1": bench_appends(log, 1, min(events // 10, 5000)),
+        "append_batch_100": bench_appends(log, 100, events),
+        "append_batch_1000": bench_appends(log, 1000, events),
+        "concurrent_4_writers_batch_100": bench_concurrent(url, 4, 100, max(1, events // 400)),
+    }
+    out["read_all_pages_1000"] = bench_read_all_pages(log)
+    out["read_arrow"] = bench_arrow_read(log)
+    log.close()
+    return out
+
+
+def _reset_pg(url: str) -> None:
+    import sqlalchemy as sa
+
+    eng = sa.create_engine(url)
+    with eng.begin() as c:
+        c.exec_driver_sql("DROP TABLE IF EXISTS events, snapshots")
+    eng.dispose()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--skip-postgres", action="store_true")
+    ap.add_argument("--pg-url", default=os.environ.get("SHOAL_BENCH_PG_URL", PG_URL))
+    args = ap.parse_args()
+    result: dict = {"machine": {"cpus": os.cpu_count()}, "events_per_case": args.events}
+    with tempfile.TemporaryDirectory() as d:
+        result["sqlite"] = run_backend(f"sqlite:///{d}/events.db", args.events, d)
+        raw = bench_raw_sqlite(f"{d}/raw.db", 100, args.events)
+        result["sqlite"]["raw_sqlite3_executemany_batch_100"] = raw
+        result["sqlite"]["ours_vs_raw_batch_100"] = round(
+            result["sqlite"]["append_batch_100"]["events_per_s"] / raw["events_per_s"], 3
+        )
+    if not args.skip_postgres:
+        pg = args.pg_url.replace("/test", "/shoal_bench") if args.pg_url.endswith("/test") else args.pg_url
+        import psycopg
+
+        with psycopg.connect("host=127.0.0.1 port=5432 dbname=test user=postgres", autocommit=True) as c:
+            c.execute("DROP DATABASE IF EXISTS shoal_bench WITH (FORCE)")
+            c.execute("CREATE DATABASE shoal_bench")
+        result["postgresql"] = run_backend(pg, args.events, None)
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()

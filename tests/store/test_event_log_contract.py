@@ -1,0 +1,371 @@
+"""The event-log contract, run against SQLite (file, WAL) and PostgreSQL alike.
+
+Ported intent of the peer suites (``shared/reference/event-store.md``):
+eventsourcing's ``AggregateRecorderTestCase`` / ``ApplicationRecorderTestCase`` /
+``NonInterleavingNotificationIDsBaseCase``, Akka/Pekko's ``JournalSpec`` and ``SnapshotStoreSpec``,
+EventStoreDB's expected-version and idempotent-append rules, and regressions from Marten #5539
+(zero-event append), Eventuous #553 (silent drop) and #222 / commanded #238 (readers and holes).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from events import CorruptEventError, new_event
+from store.event_log import (
+    ANY,
+    NO_STREAM,
+    AppendRequest,
+    ConcurrencyError,
+    EventLog,
+    events_table,
+    open_event_log,
+)
+from tests.events.sample import Noted
+
+
+def evs(*ns: int):
+    return [new_event(Noted(n)) for n in ns]
+
+
+def ns(records) -> list[int]:
+    return [r.decode().n for r in records]
+
+
+# ----------------------------------------------------------------------------- appends
+
+
+def test_append_assigns_versions_and_positions(event_log: EventLog) -> None:
+    r1 = event_log.append("a", evs(1, 2), NO_STREAM)
+    assert (r1.first_version, r1.last_version, r1.positions) == (1, 2, (1, 2))
+    r2 = event_log.append("b", evs(3), NO_STREAM)
+    r3 = event_log.append("a", evs(4), 2)
+    assert r2.positions == (3,) and r3.positions == (4,) and r3.last_version == 3
+    assert event_log.stream_version("a") == 3 and event_log.last_position() == 4
+    assert ns(event_log.read_stream("a")) == [1, 2, 4]
+
+
+def test_recorded_at_comes_from_the_clock(event_log_url: str) -> None:
+    log = open_event_log(event_log_url, clock=lambda: 1_700_000_000_123)
+    log.append("a", evs(1))
+    assert log.read_all()[0].recorded_at_ms == 1_700_000_000_123
+    log.close()
+
+
+@pytest.mark.parametrize("expected", [NO_STREAM, 0, 1, 5])
+def test_conflict_raises_and_writes_nothing(event_log: EventLog, expected: int) -> None:
+    event_log.append("a", evs(1, 2), NO_STREAM)
+    with pytest.raises(ConcurrencyError) as info:
+        event_log.append("a", evs(9, 9, 9), expected)
+    assert info.value.actual == 2 and info.value.stream_id == "a"
+    assert event_log.last_position() == 2 and ns(event_log.read_stream("a")) == [1, 2]
+
+
+def test_exact_version_zero_means_no_stream_yet(event_log: EventLog) -> None:
+    assert event_log.append("a", evs(1), 0).last_version == 1
+
+
+def test_any_appends_whatever_the_version(event_log: EventLog) -> None:
+    event_log.append("a", evs(1), ANY)
+    event_log.append("a", evs(2), ANY)
+    assert ns(event_log.read_stream("a")) == [1, 2]
+
+
+def test_empty_append_is_rejected_and_touches_nothing(event_log: EventLog) -> None:
+    """Marten #5539: a zero-event append must not write back any version."""
+    event_log.append("a", evs(1), NO_STREAM)
+    with pytest.raises(ValueError):
+        event_log.append("a", [], 1)
+    assert event_log.append("a", evs(2), 1).last_version == 2
+
+
+def test_bad_expected_version_is_rejected(event_log: EventLog) -> None:
+    with pytest.raises(ValueError):
+        event_log.append("a", evs(1), -7)
+    assert event_log.last_position() == 0
+
+
+def test_append_batch_is_all_or_nothing(event_log: EventLog) -> None:
+    event_log.append("b", evs(1), NO_STREAM)
+    with pytest.raises(ConcurrencyError):
+        event_log.append_batch([AppendRequest("a", evs(1, 2), NO_STREAM), AppendRequest("b", evs(3), NO_STREAM)])
+    assert event_log.read_stream("a") == [] and event_log.last_position() == 1
+    results = event_log.append_batch(
+        [AppendRequest("a", evs(1, 2), NO_STREAM), AppendRequest("b", evs(3), 1), AppendRequest("a", evs(4), 2)]
+    )
+    assert [r.positions for r in results] == [(2, 3), (4,), (5,)]
+    assert ns(event_log.read_stream("a")) == [1, 2, 4]
+
+
+def test_append_many_answers_each_request_alone(event_log: EventLog) -> None:
+    event_log.append("b", evs(1), NO_STREAM)
+    out = event_log.append_many([AppendRequest("a", evs(1), NO_STREAM), AppendRequest("b", evs(2), NO_STREAM), AppendRequest("c", [], ANY)])
+    assert out[0].positions == (2,)
+    assert isinstance(out[1], ConcurrencyError) and isinstance(out[2], ValueError)
+    assert event_log.last_position() == 2
+
+
+# ------------------------------------------------------------------------- idempotency
+
+
+@pytest.mark.parametrize("expected", [NO_STREAM, 0, ANY])
+def test_retry_with_same_event_ids_returns_original_positions(event_log: EventLog, expected: int) -> None:
+    batch = evs(1, 2)
+    first = event_log.append("a", batch, expected)
+    event_log.append("a", evs(3), ANY)
+    again = event_log.append("a", batch, expected)
+    assert again == first
+    assert event_log.last_position() == 3 and ns(event_log.read_stream("a")) == [1, 2, 3]
+
+
+def test_partial_overlap_of_event_ids_is_a_conflict(event_log: EventLog) -> None:
+    batch = evs(1, 2)
+    event_log.append("a", batch, NO_STREAM)
+    with pytest.raises(ConcurrencyError):
+        event_log.append("a", [batch[0], new_event(Noted(5))], ANY)
+    assert event_log.last_position() == 2
+
+
+def test_event_ids_reused_on_another_stream_are_a_conflict(event_log: EventLog) -> None:
+    """Eventuous #553: never answer success while dropping the events."""
+    batch = evs(1)
+    event_log.append("a", batch, NO_STREAM)
+    with pytest.raises(ConcurrencyError):
+        event_log.append("b", batch, NO_STREAM)
+    assert event_log.read_stream("b") == []
+
+
+# -------------------------------------------------------------------- JournalSpec reads
+
+
+@pytest.fixture
+def five(event_log: EventLog) -> EventLog:
+    event_log.append("p", evs(1, 2, 3), NO_STREAM)
+    event_log.append("p", evs(4, 5), 3)  # the last two as one atomic write
+    event_log.append("other", evs(99), NO_STREAM)
+    return event_log
+
+
+@pytest.mark.parametrize(
+    "kwargs, expected",
+    [
+        ({}, [1, 2, 3, 4, 5]),  # replay all messages
+        ({"from_version": 3}, [3, 4, 5]),  # with a lower bound
+        ({"to_version": 3}, [1, 2, 3]),  # with an upper bound
+        ({"limit": 3}, [1, 2, 3]),  # with a count limit
+        ({"from_version": 2, "to_version": 4}, [2, 3, 4]),  # lower + upper
+        ({"from_version": 2, "to_version": 5, "limit": 2}, [2, 3]),  # lower + upper + count
+        ({"from_version": 3, "to_version": 3}, [3]),  # a single message when lower == upper
+        ({"limit": 1}, [1]),  # a single message when count == 1
+        ({"limit": 0}, []),  # nothing when count == 0
+        ({"from_version": 4, "to_version": 2}, []),  # nothing when lower > upper
+        ({"from_version": 6}, []),  # nothing past the end
+    ],
+)
+def test_read_stream_bounds(five: EventLog, kwargs: dict, expected: list[int]) -> None:
+    assert ns(five.read_stream("p", **kwargs)) == expected
+
+
+def test_unknown_stream_reads_empty_with_version_zero(five: EventLog) -> None:
+    assert five.read_stream("never") == [] and five.stream_version("never") == 0
+
+
+def test_read_stream_rejects_negative_limit(five: EventLog) -> None:
+    with pytest.raises(ValueError):
+        five.read_stream("p", limit=-1)
+
+
+def test_read_all_is_in_commit_order_with_exclusive_checkpoint(five: EventLog) -> None:
+    all_ = five.read_all()
+    assert [r.position for r in all_] == [1, 2, 3, 4, 5, 6]
+    assert [r.position for r in five.read_all(from_position=4)] == [5, 6]
+    assert [r.position for r in five.read_all(from_position=1, limit=2)] == [2, 3]
+    assert five.read_all(limit=0) == [] and five.read_all(from_position=6) == []
+    assert [r.position for r in five.iter_all(page_size=4)] == [1, 2, 3, 4, 5, 6]
+    assert [r.position for r in five.iter_all(1, page_size=2, until_position=4)] == [2, 3, 4]
+    assert five.stream_ids() == ["other", "p"] and five.stream_ids("o") == ["other"]
+
+
+# ------------------------------------------------------------------ holes and rollbacks
+
+
+def test_rolled_back_append_leaves_nothing_visible(event_log: EventLog) -> None:
+    event_log.append("a", evs(1), NO_STREAM)
+
+    def exploding_clock() -> int:
+        raise RuntimeError("crash inside the transaction")
+
+    log = EventLog(event_log.engine, url=event_log.url, clock=exploding_clock)
+    with pytest.raises(RuntimeError):
+        log.append("a", evs(2, 3), 1)
+    assert ns(event_log.read_stream("a")) == [1]
+    assert event_log.append("a", evs(4), 1).positions == (2,)
+
+
+def test_readers_step_over_holes(event_log: EventLog) -> None:
+    """Eventuous #222 / commanded #238 / Marten V9.38: a gap in positions (an import, a
+    manual repair, a rolled-back sequence on another store) must not stop or mislead readers."""
+    event_log.append("a", evs(1, 2), NO_STREAM)
+    with event_log.engine.begin() as conn:  # a hole: the next row lands at position 10
+        conn.execute(
+            events_table.insert(),
+            {"position": 10, "event_id": str(uuid.uuid4()), "stream_id": "z", "stream_version": 1,
+             "event_type": "test.Noted", "schema_version": 1, "recorded_at_ms": 0, "data": '{"n": 10}'},
+        )
+    event_log.append("a", evs(3), 2)
+    assert [r.position for r in event_log.iter_all(page_size=1)] == [1, 2, 10, 11]
+    assert [r.position for r in event_log.read_all(from_position=2)] == [10, 11]
+    assert [r.position for r in event_log.read_all(from_position=3)] == [10, 11]
+    table = event_log.arrow_batches().read_all()
+    assert table.column("position").to_pylist() == [1, 2, 10, 11]
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def test_two_concurrent_writers_do_not_interleave(event_log_url: str) -> None:
+    """eventsourcing's NonInterleavingNotificationIDsBaseCase: two racers insert 1,000-event
+    stacks through separate engines; each stack's positions form one contiguous range."""
+    logs = [open_event_log(event_log_url) for _ in range(2)]
+    results: dict[int, list] = {0: [], 1: []}
+    barrier = threading.Barrier(2)
+
+    def racer(i: int) -> None:
+        barrier.wait()
+        for round_ in range(3):
+            results[i].append(logs[i].append(f"racer-{i}-{round_}", evs(*range(1000)), NO_STREAM))
+
+    threads = [threading.Thread(target=racer, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ranges = [(r.first_position, r.last_position) for i in (0, 1) for r in results[i]]
+    for r in (r for i in (0, 1) for r in results[i]):
+        assert r.positions == tuple(range(r.first_position, r.last_position + 1))
+    ranges.sort()
+    for (a_lo, a_hi), (b_lo, b_hi) in zip(ranges, ranges[1:]):
+        assert a_hi < b_lo, f"interleaved: {(a_lo, a_hi)} and {(b_lo, b_hi)}"
+    for log in logs:
+        log.close()
+
+
+def test_concurrent_writers_and_a_reader_see_commit_order(event_log_url: str) -> None:
+    """ApplicationRecorderTestCase.test_concurrent_no_conflicts: 4 writers × 25 batches while a
+    reader tails the log; the reader only ever sees increasing positions and, at the end, all."""
+    writers = [open_event_log(event_log_url) for _ in range(4)]
+    reader = open_event_log(event_log_url)
+    done = threading.Event()
+    seen: list[int] = []
+    errors: list[BaseException] = []
+
+    def write(i: int) -> None:
+        try:
+            for j in range(25):
+                writers[i].append(f"w{i}", evs(*range(20)), ANY)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    def read() -> None:
+        checkpoint = 0
+        while True:
+            finished = done.is_set()
+            for rec in reader.read_all(checkpoint, 500):
+                assert rec.position > checkpoint
+                seen.append(rec.position)
+                checkpoint = rec.position
+            if finished:
+                return
+
+    rt = threading.Thread(target=read)
+    rt.start()
+    ws = [threading.Thread(target=write, args=(i,)) for i in range(4)]
+    for t in ws:
+        t.start()
+    for t in ws:
+        t.join()
+    done.set()
+    rt.join()
+    assert not errors
+    assert seen == list(range(1, 4 * 25 * 20 + 1))
+    for i in range(4):
+        assert reader.stream_version(f"w{i}") == 500
+    for log in (*writers, reader):
+        log.close()
+
+
+# ------------------------------------------------------------------------------ snapshots
+
+
+def test_snapshot_store_spec(event_log: EventLog) -> None:
+    """SnapshotStoreSpec: load the most recent, under a version bound, overwrite at the same
+    version, a 10,000-byte snapshot, nothing for an unknown id."""
+    assert event_log.load_snapshot("p") is None
+    for v in range(11, 16):
+        event_log.save_snapshot("p", v, f"state-{v}".encode(), position=100 + v)
+    assert event_log.load_snapshot("p").state == b"state-15"
+    assert event_log.load_snapshot("p", max_version=13).stream_version == 13
+    assert event_log.load_snapshot("p", max_version=10) is None
+    event_log.save_snapshot("p", 15, b"again")
+    assert event_log.load_snapshot("p").state == b"again"
+    big = bytes(range(256)) * 40
+    event_log.save_snapshot("big", 1, big)
+    assert event_log.load_snapshot("big").state == big
+    assert event_log.delete_snapshots("p", below_version=14) == 3
+    assert event_log.load_snapshot("p", max_version=13) is None
+    with pytest.raises(ValueError):
+        event_log.save_snapshot("p", 0, b"")
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.lists(st.integers(-1000, 1000), min_size=1, max_size=40), cut=st.integers(0, 40))
+def test_snapshot_plus_tail_equals_full_replay(sqlite_log: EventLog, values: list[int], cut: int) -> None:
+    stream = f"s-{uuid.uuid4().hex}"
+    sqlite_log.append(stream, evs(*values), NO_STREAM)
+    cut = min(cut, len(values))
+
+    def fold(total: int, records) -> int:
+        for r in records:
+            total += r.decode().n
+        return total
+
+    full = fold(0, sqlite_log.read_stream(stream))
+    if cut:
+        sqlite_log.save_snapshot(stream, cut, str(fold(0, sqlite_log.read_stream(stream, to_version=cut))).encode())
+    snap = sqlite_log.load_snapshot(stream)
+    start, base = (snap.stream_version, int(snap.state)) if snap else (0, 0)
+    assert fold(base, sqlite_log.read_stream(stream, from_version=start + 1)) == full
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_corrupt_payload_names_the_position_and_the_loop_goes_on(event_log: EventLog) -> None:
+    event_log.append("a", evs(1, 2, 3), NO_STREAM)
+    with event_log.engine.begin() as conn:
+        conn.execute(sa.update(events_table).where(events_table.c.position == 2).values(data='{"n": oops'))
+    with pytest.raises(CorruptEventError, match="position 2"):
+        list(event_log.iter_envelopes())
+    bad: list[CorruptEventError] = []
+    good = [e.data.n for e in event_log.iter_envelopes(on_corrupt=bad.append)]
+    assert good == [1, 3] and [e.position for e in bad] == [2]
+
+
+# ---------------------------------------------------------------------------- arrow reads
+
+
+def test_arrow_batches_read_the_envelope(five: EventLog) -> None:
+    table = five.arrow_batches().read_all()
+    assert table.num_rows == 6
+    assert table.column("stream_id").to_pylist() == ["p"] * 5 + ["other"]
+    assert table.column("stream_version").to_pylist() == [1, 2, 3, 4, 5, 1]
+    assert table.column("event_type").to_pylist()[0] == "test.Noted"
+    assert '"n":1' in table.column("data").to_pylist()[0].replace(" ", "")
+    assert five.arrow_batches(2, 4).read_all().column("position").to_pylist() == [3, 4]
+    assert five.arrow_batches(6).read_all().num_rows == 0
