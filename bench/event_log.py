@@ -63,31 +63,40 @@ def bench_appends(log: EventLog, batch: int, total: int) -> dict:
     }
 
 
-def _writer(url: str, wid: int, batch: int, count: int, q) -> None:  # a separate process
-    log = open_event_log(url, create=False)
-    evs = [_events(batch, j * batch) for j in range(count)]
-    q.put("ready")
-    q.get()  # the parent took "ready" off the queue and puts "go" once every writer is ready
-    t0 = time.perf_counter()
-    for j in range(count):
-        log.append(f"w{wid}-{j % 10}", evs[j], ANY)
-    q.put(time.perf_counter() - t0)
+def _writer(url: str, wid: int, batch: int, count: int, ready, go, results) -> None:  # a forked process
+    try:
+        log = open_event_log(url, create=False)
+        evs = [_events(batch, j * batch) for j in range(count)]
+        ready.put(wid)
+        go.wait(120)
+        t0 = time.perf_counter()
+        for j in range(count):
+            log.append(f"w{wid}-{j % 10}", evs[j], ANY)
+        results.put((wid, time.perf_counter() - t0, None))
+    except BaseException as exc:  # reported to the parent, never a silent hang
+        ready.put(wid)
+        results.put((wid, 0.0, repr(exc)))
 
 
 def bench_concurrent(url: str, writers: int, batch: int, count: int) -> dict:
-    ctx = mp.get_context("spawn")
-    queues = [ctx.Queue() for _ in range(writers)]
-    procs = [ctx.Process(target=_writer, args=(url, i, batch, count, queues[i])) for i in range(writers)]
+    """``writers`` OS processes append ``count`` batches of ``batch`` events each, all at once;
+    the rate is total events over the wall time from the common start to the last finish."""
+    ctx = mp.get_context("fork")
+    ready, results, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    procs = [ctx.Process(target=_writer, args=(url, i, batch, count, ready, go, results)) for i in range(writers)]
     for p in procs:
         p.start()
-    for q in queues:
-        assert q.get(timeout=120) == "ready"
+    for _ in procs:
+        ready.get(timeout=120)
     t0 = time.perf_counter()
-    for q in queues:
-        q.put("go")
-    for p in procs:
-        p.join()
+    go.set()
+    outcomes = [results.get(timeout=600) for _ in procs]
     dt = time.perf_counter() - t0
+    for p in procs:
+        p.join(30)
+    errors = [err for _, _, err in outcomes if err]
+    if errors:
+        raise RuntimeError(f"writer failed: {errors[0]}")
     n = writers * batch * count
     return {"writers": writers, "batch": batch, "events": n, "events_per_s": round(n / dt)}
 
