@@ -1,0 +1,1472 @@
+"""One partition's local log: RecordBatch v2 bytes in segment files, with Kafka's indexes,
+leader-epoch cache, log start offset, high watermark, flush policy and crash recovery.
+
+Layout of ``<log.dirs>/<topic>-<partition>/`` (Kafka ``LocalLog``/``LogSegment`` file names)::
+
+    00000000000000000000.log        batches, in offset order, exactly as on the wire
+    00000000000000000000.index      sparse offset index: (relativeOffset int32, position int32)
+    00000000000000000000.timeindex  sparse time index: (timestamp int64, relativeOffset int32)
+    leader-epoch-checkpoint         Kafka's checkpoint text: "0\\n<n>\\n<epoch> <startOffset>\\n…"
+    partition-metadata.checkpoint   Shoal: "0\\n3\\nlog_start_offset N\\nrecovery_point N\\nhighest_offset_in_remote_storage N\\n"
+
+Semantics follow Kafka's ``UnifiedLog``/``LocalLog``/``LogSegment``/``OffsetIndex``/``TimeIndex``/
+``LeaderEpochFileCache`` (storage/src/main/java/org/apache/kafka/storage/internals/…):
+
+* **append** (:meth:`PartitionLog.append_as_leader`) validates the Produce bytes (CRC, magic 2,
+  ``max.message.bytes``), assigns offsets by rewriting each batch's ``baseOffset`` and stamps the
+  leader epoch (neither is covered by the CRC), rolls the active segment first when
+  ``segment.bytes``/``segment.ms`` say so (``LogSegment#shouldRoll``), writes, indexes every
+  ``index.interval.bytes``, and fsyncs per ``flush.messages``/``flush.ms``.
+* **read** (:meth:`PartitionLog.read`) returns whole batches from one offset up to ``max_bytes``
+  (at least one batch, KIP-74), never above ``max_offset`` (the high watermark for consumers).
+* **retention** (:meth:`PartitionLog.delete_old_segments`) by ``retention.*`` or, with
+  ``remote.storage.enable=true``, by ``local.retention.*`` and only for segments already copied
+  (``end offset <= highest offset in remote storage``, Kafka ``UnifiedLog#deleteOldSegments``).
+* **recovery** after a crash re-validates every segment from the recovery point and truncates the
+  log at the first torn or CRC-failing batch (``LogSegment#recover``), rebuilding its indexes.
+
+Thread safety: every public method takes the log's lock; the wire layer and the
+RemoteLogManager may call from different threads.
+
+**For the wire layer** (Produce / Fetch / ListOffsets):
+
+* Produce: ``info = log.append_as_leader(records_bytes, leader_epoch, now_ms)`` (raises errors
+  carrying ``error_name``/``error_code``: CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+  RECORD_LIST_TOO_LARGE, UNSUPPORTED_COMPRESSION_TYPE, KAFKA_STORAGE_ERROR). acks=0/1/-1 on a
+  single node: after the append (and ``log.flush()`` first if the durability rule demands an
+  fsync before acknowledging) call ``log.update_high_watermark(log.log_end_offset)``; answer
+  ``base_offset=info.first_offset``, ``log_append_time_ms=info.log_append_time_ms``,
+  ``log_start_offset=info.log_start_offset``.
+* Fetch: ``log.read(fetch_offset, max_bytes)`` (consumers; bounded by the high watermark) or
+  ``max_offset=log.log_end_offset`` (replication). For ``remote.storage.enable=true`` topics call
+  ``RemoteLogManager.read(topic_id_partition, fetch_offset, max_bytes)`` instead: same result
+  type, and it serves offsets below ``local_log_start_offset`` from the remote tier.
+  ``OffsetOutOfRangeError`` → OFFSET_OUT_OF_RANGE; answer ``high_watermark``,
+  ``last_stable_offset`` (= HW), ``log_start_offset`` from the :class:`FetchDataInfo`.
+* ListOffsets: ``log.fetch_offset_by_timestamp(ts)`` (``RemoteLogManager.fetch_offset_by_timestamp``
+  for tiered topics) with -1 LATEST, -2 EARLIEST, -3 MAX_TIMESTAMP, -4 EARLIEST_LOCAL,
+  -5 LATEST_TIERED or a timestamp; ``None`` → offset -1, timestamp -1.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import struct
+import threading
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Mapping
+
+from config import ConfigError
+from store import record_batch as rb
+
+__all__ = [
+    "LogConfig",
+    "EpochEntry",
+    "LeaderEpochFileCache",
+    "LogSegment",
+    "LogAppendInfo",
+    "FetchDataInfo",
+    "TimestampAndOffset",
+    "PartitionLog",
+    "LogManager",
+    "OffsetOutOfRangeError",
+    "RecordTooLargeError",
+    "RecordBatchTooLargeError",
+    "KafkaStorageError",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "EARLIEST_LOCAL_TIMESTAMP",
+    "LATEST_TIERED_TIMESTAMP",
+    "log_dir_name",
+    "segment_file_name",
+]
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+UNDEFINED_EPOCH = -1
+UNDEFINED_EPOCH_OFFSET = -1
+
+# ListOffsets special timestamps (Kafka ``ListOffsetsRequest``).
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+_OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position  (Kafka OffsetIndex, 8 bytes)
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relativeOffset  (Kafka TimeIndex, 12 bytes)
+_SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+
+
+def segment_file_name(base_offset: int, suffix: str = ".log") -> str:
+    """Kafka's 20-digit zero-padded file name for a segment file (``LogFileUtils#filenamePrefixFromOffset``)."""
+    return f"{base_offset:020d}{suffix}"
+
+
+def log_dir_name(topic: str, partition: int) -> str:
+    """The partition directory name ``<topic>-<partition>`` (Kafka ``UnifiedLog#logDirName``)."""
+    return f"{topic}-{partition}"
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class _KafkaError(Exception):
+    error_name = "UNKNOWN_SERVER_ERROR"
+    error_code = -1
+
+
+class OffsetOutOfRangeError(_KafkaError):
+    """The requested offset is outside ``[log start offset, log end offset]`` (or, for the local
+    log alone, below the local log start offset): ``OFFSET_OUT_OF_RANGE``, code 1."""
+
+    error_name = "OFFSET_OUT_OF_RANGE"
+    error_code = 1
+
+
+class RecordTooLargeError(_KafkaError):
+    """A batch is larger than ``max.message.bytes``: ``MESSAGE_TOO_LARGE``, code 10."""
+
+    error_name = "MESSAGE_TOO_LARGE"
+    error_code = 10
+
+
+class RecordBatchTooLargeError(_KafkaError):
+    """A batch is larger than ``segment.bytes`` and can never fit a segment:
+    ``RECORD_LIST_TOO_LARGE``, code 18 (Kafka ``RecordBatchTooLargeException``)."""
+
+    error_name = "RECORD_LIST_TOO_LARGE"
+    error_code = 18
+
+
+class KafkaStorageError(_KafkaError):
+    """An I/O failure on the log directory: ``KAFKA_STORAGE_ERROR``, code 56."""
+
+    error_name = "KAFKA_STORAGE_ERROR"
+    error_code = 56
+
+
+# --------------------------------------------------------------------------- config
+
+
+def _long(props: Mapping[str, str], key: str, default: int, minimum: int | None = None) -> int:
+    raw = props.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise ConfigError(f"Invalid value {raw} for configuration {key}: Not a number of type LONG") from None
+    if minimum is not None and value < minimum:
+        raise ConfigError(f"Invalid value {value} for configuration {key}: Value must be at least {minimum}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Topic-level log configs with Kafka's keys, defaults and lower bounds (Kafka ``LogConfig``).
+
+    Times in ms, sizes in bytes. ``local_retention_ms``/``local_retention_bytes`` of -2 mean
+    "use ``retention.ms``/``retention.bytes``" (``DEFAULT_LOCAL_RETENTION_*``); -1 means unlimited."""
+
+    segment_bytes: int = 1024 * 1024 * 1024  # segment.bytes, >= 14
+    segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms, >= 1
+    segment_jitter_ms: int = 0  # segment.jitter.ms, >= 0 (applied as given; no random jitter)
+    index_interval_bytes: int = 4096  # index.interval.bytes, >= 0
+    segment_index_bytes: int = 10 * 1024 * 1024  # segment.index.bytes, >= 4: an index holds this/8 entries
+    flush_messages: int = LONG_MAX  # flush.messages, >= 1
+    flush_ms: int = LONG_MAX  # flush.ms, >= 0
+    retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms, >= -1
+    retention_bytes: int = -1  # retention.bytes
+    local_retention_ms: int = -2  # local.retention.ms, >= -2
+    local_retention_bytes: int = -2  # local.retention.bytes, >= -2
+    remote_storage_enable: bool = False  # remote.storage.enable
+    max_message_bytes: int = 1024 * 1024 + rb.LOG_OVERHEAD  # max.message.bytes, >= 0
+    message_timestamp_type: str = "CreateTime"  # message.timestamp.type
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str] | None = None) -> "LogConfig":
+        """Build from Kafka config keys (string values, e.g. a topic's configs merged over the
+        broker's ``log.*`` defaults). Unknown keys are ignored. Raises
+        :class:`config.ConfigError` for non-numbers, values below Kafka's minimum, and
+        ``local.retention.*`` larger than ``retention.*`` (Kafka ``LogConfig#validateValues``)."""
+        p = dict(props or {})
+        ts_type = p.get("message.timestamp.type", "CreateTime")
+        if ts_type not in ("CreateTime", "LogAppendTime"):
+            raise ConfigError(f"Invalid value {ts_type} for configuration message.timestamp.type")
+        remote = str(p.get("remote.storage.enable", "false")).strip().lower()
+        if remote not in ("true", "false"):
+            raise ConfigError(f"Invalid value {remote} for configuration remote.storage.enable")
+        cfg = cls(
+            segment_bytes=_long(p, "segment.bytes", 1024 * 1024 * 1024, 14),
+            segment_ms=_long(p, "segment.ms", 7 * 24 * 3600 * 1000, 1),
+            segment_jitter_ms=_long(p, "segment.jitter.ms", 0, 0),
+            index_interval_bytes=_long(p, "index.interval.bytes", 4096, 0),
+            segment_index_bytes=_long(p, "segment.index.bytes", 10 * 1024 * 1024, 4),
+            flush_messages=_long(p, "flush.messages", LONG_MAX, 1),
+            flush_ms=_long(p, "flush.ms", LONG_MAX, 0),
+            retention_ms=_long(p, "retention.ms", 7 * 24 * 3600 * 1000, -1),
+            retention_bytes=_long(p, "retention.bytes", -1),
+            local_retention_ms=_long(p, "local.retention.ms", -2, -2),
+            local_retention_bytes=_long(p, "local.retention.bytes", -2, -2),
+            remote_storage_enable=remote == "true",
+            max_message_bytes=_long(p, "max.message.bytes", 1024 * 1024 + rb.LOG_OVERHEAD, 0),
+            message_timestamp_type=ts_type,
+        )
+        if cfg.local_retention_ms_effective != -1 and cfg.retention_ms != -1 and cfg.local_retention_ms_effective > cfg.retention_ms:
+            raise ConfigError(
+                f"Value must not be more than retention.ms property value: {cfg.retention_ms}"
+                f" (local.retention.ms={cfg.local_retention_ms})"
+            )
+        if cfg.local_retention_bytes_effective != -1 and cfg.retention_bytes != -1 and cfg.local_retention_bytes_effective > cfg.retention_bytes:
+            raise ConfigError(
+                f"Value must not be more than retention.bytes property value: {cfg.retention_bytes}"
+                f" (local.retention.bytes={cfg.local_retention_bytes})"
+            )
+        return cfg
+
+    @property
+    def local_retention_ms_effective(self) -> int:
+        """``local.retention.ms``, with -2 resolved to ``retention.ms`` (Kafka ``LogConfig#localRetentionMs``)."""
+        return self.retention_ms if self.local_retention_ms == -2 else self.local_retention_ms
+
+    @property
+    def local_retention_bytes_effective(self) -> int:
+        """``local.retention.bytes``, with -2 resolved to ``retention.bytes``."""
+        return self.retention_bytes if self.local_retention_bytes == -2 else self.local_retention_bytes
+
+
+# --------------------------------------------------------------------------- checkpoint files
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via ``<path>.tmp`` + fsync + rename + directory fsync."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_checkpoint(path: Path) -> list[list[str]]:
+    """Parse Kafka's checkpoint text format (version line, count line, entries); returns the
+    entry lines split on whitespace, or [] when the file is absent or malformed."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    if len(lines) < 2 or lines[0].strip() != "0":
+        return []
+    try:
+        n = int(lines[1])
+    except ValueError:
+        return []
+    entries = [ln.split() for ln in lines[2 : 2 + n]]
+    return entries if len(entries) == n else []
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class EpochEntry:
+    """A leader epoch and the first offset written in it (Kafka ``EpochEntry``)."""
+
+    epoch: int
+    start_offset: int
+
+
+class LeaderEpochFileCache:
+    """Kafka's ``LeaderEpochFileCache``: epoch → start offset, monotonic in both, persisted to
+    ``leader-epoch-checkpoint`` on every assignment (synchronously, as Kafka's ``assign``)."""
+
+    def __init__(self, path: Path | None):
+        self._path = path
+        self._entries: list[EpochEntry] = []
+        if path is not None:
+            for parts in _read_checkpoint(path):
+                if len(parts) == 2:
+                    self._entries.append(EpochEntry(int(parts[0]), int(parts[1])))
+
+    # -- queries
+    def entries(self) -> list[EpochEntry]:
+        """All entries, ascending."""
+        return list(self._entries)
+
+    def latest_entry(self) -> EpochEntry | None:
+        """The newest entry or None."""
+        return self._entries[-1] if self._entries else None
+
+    def latest_epoch(self) -> int | None:
+        """The newest epoch or None."""
+        return self._entries[-1].epoch if self._entries else None
+
+    def earliest_entry(self) -> EpochEntry | None:
+        """The oldest entry or None."""
+        return self._entries[0] if self._entries else None
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        """The epoch the record at ``offset`` was written in, or None if ``offset`` precedes
+        every entry (Kafka ``epochForOffset``)."""
+        prev = None
+        for e in self._entries:
+            if e.start_offset == offset:
+                return e.epoch
+            if e.start_offset > offset:
+                return prev
+            prev = e.epoch
+        return prev
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """``(epoch, end offset exclusive)`` for OffsetForLeaderEpoch (Kafka ``endOffsetFor``):
+        the latest epoch ends at the log end offset; an older epoch ends where the next one starts;
+        an unknown-larger epoch gives ``(-1, -1)``."""
+        if requested_epoch == UNDEFINED_EPOCH:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        if self._entries and self._entries[-1].epoch == requested_epoch:
+            return requested_epoch, log_end_offset
+        higher = next((e for e in self._entries if e.epoch > requested_epoch), None)
+        if higher is None:
+            return UNDEFINED_EPOCH, UNDEFINED_EPOCH_OFFSET
+        floor = None
+        for e in self._entries:
+            if e.epoch <= requested_epoch:
+                floor = e
+        if floor is None:
+            return requested_epoch, higher.start_offset
+        return floor.epoch, higher.start_offset
+
+    def epoch_entries_in_range(self, start_offset: int, end_offset: int) -> list[EpochEntry]:
+        """Entries covering ``[start_offset, end_offset)``: a copy truncated from the start at
+        ``start_offset`` and from the end at ``end_offset`` (Kafka ``epochEntriesInRange``, which
+        RemoteLogManager uses for a segment's ``segmentLeaderEpochs``)."""
+        entries = list(self._entries)
+        if start_offset >= 0:
+            entries = self._truncated_from_start(entries, start_offset)
+        return self._truncated_from_end(entries, end_offset)
+
+    # -- updates
+    def assign(self, epoch: int, start_offset: int) -> bool:
+        """Record that ``epoch`` starts at ``start_offset``; entries that would break
+        monotonicity are removed first. Returns True if the cache changed (then it is flushed).
+        Raises ``ValueError`` for negative values (Kafka ``assign``)."""
+        if epoch < 0 or start_offset < 0:
+            raise ValueError(f"Received invalid partition leader epoch entry EpochEntry({epoch}, {start_offset})")
+        last = self.latest_entry()
+        if last is not None and not (epoch != last.epoch or start_offset < last.start_offset):
+            return False
+        while self._entries and (self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset):
+            self._entries.pop()
+        self._entries.append(EpochEntry(epoch, start_offset))
+        self.flush()
+        return True
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Remove entries with ``start_offset >= end_offset`` (log truncation)."""
+        new = self._truncated_from_end(self._entries, end_offset)
+        if new != self._entries:
+            self._entries = new
+            self.flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """Drop entries wholly below ``start_offset``, moving the last of them to start there
+        (Kafka ``truncateFromStart``: exclusive, keeps an entry at ``start_offset``)."""
+        new = self._truncated_from_start(self._entries, start_offset)
+        if new != self._entries:
+            self._entries = new
+            self.flush()
+
+    @staticmethod
+    def _truncated_from_start(entries: list[EpochEntry], start_offset: int) -> list[EpochEntry]:
+        removed = [e for e in entries if e.start_offset <= start_offset]
+        # entries are monotonic, so the removed ones are a prefix
+        rest = entries[len(removed) :]
+        if removed:
+            rest = [EpochEntry(removed[-1].epoch, start_offset)] + rest
+        return rest
+
+    @staticmethod
+    def _truncated_from_end(entries: list[EpochEntry], end_offset: int) -> list[EpochEntry]:
+        if end_offset >= 0 and entries and entries[-1].start_offset >= end_offset:
+            return [e for e in entries if e.start_offset < end_offset]
+        return list(entries)
+
+    def flush(self) -> None:
+        """Persist the cache atomically (Kafka's checkpoint text format, version 0)."""
+        if self._path is None:
+            return
+        body = f"0\n{len(self._entries)}\n" + "".join(f"{e.epoch} {e.start_offset}\n" for e in self._entries)
+        _atomic_write(self._path, body.encode())
+
+
+# --------------------------------------------------------------------------- segment
+
+
+class LogSegment:
+    """One segment: the ``.log`` file plus its sparse ``.index`` and ``.timeindex`` (Kafka
+    ``LogSegment``, ``OffsetIndex``, ``TimeIndex``). Index entries are also kept in memory
+    (two parallel lists per index) for bisecting. Not thread-safe on its own; the owning
+    :class:`PartitionLog` serialises access."""
+
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, created_ms: int):
+        self.dir = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.log_path = directory / segment_file_name(base_offset)
+        self.index_path = directory / segment_file_name(base_offset, ".index")
+        self.time_index_path = directory / segment_file_name(base_offset, ".timeindex")
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        # O_APPEND: index entries always land at the end, also after a truncation
+        self._index_fd = os.open(self.index_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._time_fd = os.open(self.time_index_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.created_ms = created_ms
+        # offset index: key = last offset of the indexed batch, value = its position
+        self._idx_offsets: list[int] = []
+        self._idx_positions: list[int] = []
+        # time index: (max timestamp so far, offset of it)
+        self._ts_timestamps: list[int] = []
+        self._ts_offsets: list[int] = []
+        self.max_timestamp_so_far = rb.NO_TIMESTAMP
+        self.offset_of_max_timestamp_so_far = -1
+        self.rolling_based_timestamp: int | None = None
+        self.next_offset = base_offset  # offset after the last batch (exclusive end)
+        self._bytes_since_last_index_entry = 0
+
+    # -- files
+    @property
+    def max_index_entries(self) -> int:
+        """Capacity of the offset index (``segment.index.bytes / 8``); a full index forces a roll."""
+        return max(1, self.config.segment_index_bytes // _OFFSET_ENTRY.size)
+
+    def close(self) -> None:
+        """Close the file descriptors (idempotent)."""
+        for name in ("_fd", "_index_fd", "_time_fd"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                os.close(fd)
+                setattr(self, name, -1)
+
+    def delete_files(self) -> None:
+        """Close and unlink the segment's files (Kafka deletes after ``file.delete.delay.ms``;
+        Shoal deletes at once: readers hold bytes, not file handles)."""
+        self.close()
+        for p in (self.log_path, self.index_path, self.time_index_path):
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                pass
+
+    def flush(self) -> None:
+        """fsync the log and both indexes."""
+        os.fsync(self._fd)
+        os.fsync(self._index_fd)
+        os.fsync(self._time_fd)
+
+    def pread(self, position: int, length: int) -> bytes:
+        """Read ``length`` bytes at ``position`` of the ``.log`` file."""
+        out = os.pread(self._fd, length, position)
+        return out
+
+    @property
+    def fileno(self) -> int:
+        """The ``.log`` file descriptor (for ``os.sendfile``; valid while the segment lives)."""
+        return self._fd
+
+    # -- loading
+    def load_indexes(self) -> bool:
+        """Load the index files, check them for sanity against the log size (Kafka
+        ``OffsetIndex#sanityCheck``) and the last batch; returns False if they must be rebuilt."""
+        raw = os.pread(self._index_fd, os.fstat(self._index_fd).st_size, 0)
+        traw = os.pread(self._time_fd, os.fstat(self._time_fd).st_size, 0)
+        if len(raw) % _OFFSET_ENTRY.size or len(traw) % _TIME_ENTRY.size:
+            return False
+        offs, poss = [], []
+        for rel, pos in _OFFSET_ENTRY.iter_unpack(raw):
+            if pos >= self.size or (offs and rel + self.base_offset <= offs[-1]):
+                return False
+            offs.append(self.base_offset + rel)
+            poss.append(pos)
+        tss, toffs = [], []
+        for ts, rel in _TIME_ENTRY.iter_unpack(traw):
+            tss.append(ts)
+            toffs.append(self.base_offset + rel)
+        # Last batch: read its header to know next_offset and the time statistics tail.
+        start = poss[-1] if poss else 0
+        try:
+            headers = self._scan_headers(start, self.size)
+        except rb.CorruptRecordError:
+            return False
+        self._idx_offsets, self._idx_positions = offs, poss
+        self._ts_timestamps, self._ts_offsets = tss, toffs
+        if tss:
+            self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far = max(zip(tss, toffs), key=lambda t: t[0])
+        for h in headers:
+            self._note_batch_stats(h)
+        if headers:
+            self.next_offset = headers[-1].next_offset
+        elif self.size == 0:
+            self.next_offset = self.base_offset
+        else:
+            return False
+        first = self._scan_headers(0, min(self.size, rb.RECORD_BATCH_OVERHEAD), limit=1) if self.size else []
+        if first:
+            self.rolling_based_timestamp = first[0].max_timestamp
+        return True
+
+    def _scan_headers(self, start: int, end: int, limit: int | None = None) -> list[rb.BatchHeader]:
+        """Headers of the batches in ``[start, end)`` read with pread (structure only)."""
+        out = []
+        pos = start
+        while pos < end and (limit is None or len(out) < limit):
+            head = os.pread(self._fd, rb.RECORD_BATCH_OVERHEAD, pos)
+            h = rb.parse_header(head)
+            out.append(replace(h, position=pos))
+            pos += h.size_in_bytes
+        return out
+
+    def recover(self) -> int:
+        """Re-validate every batch (CRC-32C) reading one batch at a time, truncate the file at
+        the first invalid or torn one, and rebuild both indexes (Kafka ``LogSegment#recover``).
+        Returns the number of bytes truncated."""
+        headers: list[rb.BatchHeader] = []
+        pos = 0
+        while pos < self.size:
+            head = os.pread(self._fd, rb.RECORD_BATCH_OVERHEAD, pos)
+            try:
+                h = rb.parse_header(head)
+                if pos + h.size_in_bytes > self.size:
+                    break
+                rb.validate_batch(os.pread(self._fd, h.size_in_bytes, pos))
+            except (rb.CorruptRecordError, rb.UnsupportedCompressionTypeError):
+                break
+            headers.append(replace(h, position=pos))
+            pos += h.size_in_bytes
+        truncated = self.size - pos
+        if truncated:
+            os.ftruncate(self._fd, pos)
+            self.size = pos
+        self._rebuild_from(headers)
+        return truncated
+
+    def _rebuild_from(self, headers: list[rb.BatchHeader]) -> None:
+        os.ftruncate(self._index_fd, 0)
+        os.ftruncate(self._time_fd, 0)
+        self._idx_offsets, self._idx_positions = [], []
+        self._ts_timestamps, self._ts_offsets = [], []
+        self.max_timestamp_so_far = rb.NO_TIMESTAMP
+        self.offset_of_max_timestamp_so_far = -1
+        self._bytes_since_last_index_entry = 0
+        self.rolling_based_timestamp = headers[0].max_timestamp if headers else None
+        self.next_offset = self.base_offset
+        for h in headers:
+            self._index_batch(h, h.position)
+            self.next_offset = h.next_offset
+
+    # -- appending
+    def _note_batch_stats(self, h: rb.BatchHeader) -> None:
+        if h.max_timestamp > self.max_timestamp_so_far:
+            self.max_timestamp_so_far = h.max_timestamp
+            self.offset_of_max_timestamp_so_far = h.last_offset
+
+    def _index_batch(self, h: rb.BatchHeader, position: int) -> None:
+        self._note_batch_stats(h)
+        if self._bytes_since_last_index_entry > self.config.index_interval_bytes:
+            if not self._idx_offsets or h.last_offset > self._idx_offsets[-1]:
+                self._idx_offsets.append(h.last_offset)
+                self._idx_positions.append(position)
+                os.write(self._index_fd, _OFFSET_ENTRY.pack(h.last_offset - self.base_offset, position))
+            if not self._ts_timestamps or self.max_timestamp_so_far > self._ts_timestamps[-1]:
+                self._ts_timestamps.append(self.max_timestamp_so_far)
+                self._ts_offsets.append(self.offset_of_max_timestamp_so_far)
+                os.write(
+                    self._time_fd,
+                    _TIME_ENTRY.pack(self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far - self.base_offset),
+                )
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += h.size_in_bytes
+
+    def append(self, data: bytes | bytearray, headers: list[rb.BatchHeader]) -> None:
+        """Append validated batches whose offsets are already assigned (``headers`` positions are
+        relative to ``data``). Updates the in-memory and on-file indexes."""
+        position = self.size
+        os.lseek(self._fd, position, os.SEEK_SET)
+        view = memoryview(data)
+        written = 0
+        while written < len(view):
+            written += os.write(self._fd, view[written:])
+        if self.rolling_based_timestamp is None and headers:
+            self.rolling_based_timestamp = headers[0].max_timestamp
+        for h in headers:
+            self._index_batch(h, position + h.position)
+        self.size += len(data)
+        self.next_offset = headers[-1].next_offset
+
+    def should_roll(self, incoming_bytes: int, max_timestamp_in_messages: int, max_offset_in_messages: int, now_ms: int) -> bool:
+        """Kafka ``LogSegment#shouldRoll``: full by ``segment.bytes``, old by ``segment.ms``
+        (measured from the first batch's timestamp to the incoming one's, or from creation when
+        the segment has no timestamp), a full offset index, or offsets beyond int32 of the base."""
+        reached_roll_ms = self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > self.config.segment_ms - self.config.segment_jitter_ms
+        return (
+            self.size > self.config.segment_bytes - incoming_bytes
+            or (self.size > 0 and reached_roll_ms)
+            or len(self._idx_offsets) >= self.max_index_entries
+            or max_offset_in_messages - self.base_offset > INT_MAX
+        )
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Kafka ``LogSegment#timeWaitedForRoll`` (ms)."""
+        if self.rolling_based_timestamp is not None and self.rolling_based_timestamp >= 0:
+            return message_timestamp - self.rolling_based_timestamp
+        return now_ms - self.created_ms
+
+    # -- lookups
+    def translate_offset(self, offset: int, start_position: int = 0) -> rb.BatchHeader | None:
+        """The header (with its file position) of the first batch whose last offset is
+        ``>= offset``, searching from the index entry at or below ``offset``; None if no such
+        batch in this segment (Kafka ``LogSegment#translateOffset``)."""
+        i = bisect.bisect_right(self._idx_offsets, offset) - 1
+        pos = max(start_position, self._idx_positions[i] if i >= 0 else 0)
+        while pos < self.size:
+            head = os.pread(self._fd, rb.RECORD_BATCH_OVERHEAD, pos)
+            h = rb.parse_header(head)
+            if h.last_offset >= offset:
+                return replace(h, position=pos)
+            pos += h.size_in_bytes
+        return None
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> tuple[int, int] | None:
+        """``(timestamp, offset)`` of the first record at or after ``start_offset`` whose timestamp
+        is ``>= timestamp``, or None (Kafka ``LogSegment#findOffsetByTimestamp``)."""
+        i = bisect.bisect_left(self._ts_timestamps, timestamp) - 1
+        # Every record up to this entry's offset has a timestamp < target (the entry holds the max
+        # so far), so the scan may start there. (Kafka's TimeIndex#lookup takes <= target; with
+        # equal timestamps that can skip an earlier record, so Shoal takes the strict bound.)
+        from_offset = max(start_offset, self._ts_offsets[i] if i >= 0 else self.base_offset)
+        h = self.translate_offset(from_offset)
+        pos = h.position if h else self.size
+        while pos < self.size:
+            head = rb.parse_header(os.pread(self._fd, rb.RECORD_BATCH_OVERHEAD, pos))
+            if head.max_timestamp >= timestamp:
+                batch = os.pread(self._fd, head.size_in_bytes, pos)
+                for rec in rb.iter_records(batch):
+                    if rec.timestamp >= timestamp and rec.offset >= start_offset:
+                        return rec.timestamp, rec.offset
+            pos += head.size_in_bytes
+        return None
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch holding an offset ``>= offset`` (whole batches, as Kafka
+        ``LogSegment#truncateTo``). Returns the bytes removed."""
+        h = self.translate_offset(offset)
+        if h is None:
+            return 0
+        cut = h.position  # the batch holding ``offset`` goes too (Kafka LogSegment#truncateTo)
+        removed = self.size - cut
+        if removed:
+            os.ftruncate(self._fd, cut)
+            self.size = cut
+            headers = self._scan_headers(0, cut)
+            self._rebuild_from(headers)
+        return removed
+
+    def offset_index_entries(self) -> list[tuple[int, int]]:
+        """``(offset, position)`` pairs of the offset index (for tests and tiering)."""
+        return list(zip(self._idx_offsets, self._idx_positions))
+
+    def time_index_entries(self) -> list[tuple[int, int]]:
+        """``(timestamp, offset)`` pairs of the time index."""
+        return list(zip(self._ts_timestamps, self._ts_offsets))
+
+    @property
+    def largest_timestamp(self) -> int:
+        """Max timestamp of the segment's batches, or the file's mtime in ms if it has none
+        (Kafka ``LogSegment#largestTimestamp``; used by time retention)."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return int(os.stat(self.log_path).st_mtime * 1000)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """Result of an append (Kafka ``LogAppendInfo``): offsets inclusive; ``log_append_time_ms``
+    is -1 unless the topic uses LogAppendTime; ``flushed`` tells whether this append was
+    fsynced per the flush policy before returning."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time_ms: int
+    log_start_offset: int
+    record_count: int
+    batch_count: int
+    valid_bytes: int
+    flushed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """Result of a read: ``records`` are whole RecordBatch v2 bytes starting with the batch that
+    holds ``fetch_offset`` (it may begin before it; clients skip lower offsets, as with Kafka).
+    ``from_remote`` says whether they came from the remote tier. ``segment_base_offset`` and
+    ``position`` locate the bytes in the local segment (for sendfile users); -1 for remote."""
+
+    fetch_offset: int
+    records: bytes
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+    from_remote: bool = False
+    segment_base_offset: int = -1
+    position: int = -1
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no batch was returned."""
+        return not self.records
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    """A ListOffsets answer (Kafka ``FileRecords.TimestampAndOffset``): timestamp -1 when not
+    applicable, ``leader_epoch`` None when unknown."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int | None
+
+
+# --------------------------------------------------------------------------- the log
+
+
+class PartitionLog:
+    """The local log of one topic-partition (Kafka ``UnifiedLog`` minus replication).
+
+    Open with :meth:`open`; it recovers the directory (see module docstring). Offsets are
+    inclusive unless named ``end``/``next``: ``log_end_offset`` is the next offset to assign,
+    ``high_watermark`` is exclusive (offsets below it are committed)."""
+
+    def __init__(self, directory: Path, topic: str, partition: int, config: LogConfig):
+        self.dir = directory
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self._lock = threading.RLock()
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.leader_epoch_cache = LeaderEpochFileCache(directory / "leader-epoch-checkpoint")
+        self._log_start_offset = 0
+        self._recovery_point = 0
+        self._high_watermark = 0
+        self._highest_offset_in_remote_storage = -1
+        self._compaction_floor: int | None = None
+        self._unflushed_messages = 0
+        self._last_flush_ms = 0
+        self.recovered_bytes_truncated = 0
+        self._closed = False
+
+    # ----------------------------------------------------------------- lifecycle
+    @classmethod
+    def open(
+        cls,
+        log_dirs: str | os.PathLike[str],
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        *,
+        now_ms: int = 0,
+    ) -> "PartitionLog":
+        """Open (creating if needed) ``<log_dirs>/<topic>-<partition>/`` and recover it.
+
+        Recovery (Kafka ``LogLoader``): leftover ``.tmp`` files are removed; segments from the
+        one holding the recovery point onwards are re-validated batch by batch and the log is
+        truncated at the first torn/corrupt batch; all later segments are dropped; indexes of
+        the others are loaded (rebuilt if inconsistent). The leader-epoch cache is truncated to
+        the recovered log end offset. The high watermark is set to the log end offset, as a
+        single-replica leader does on ``makeLeader`` (ISR = {self}); callers with other rules
+        call :meth:`update_high_watermark`. ``now_ms`` is the creation time for new segments."""
+        directory = Path(log_dirs) / log_dir_name(topic, partition)
+        directory.mkdir(parents=True, exist_ok=True)
+        log = cls(directory, topic, partition, config or LogConfig())
+        log._load(now_ms)
+        return log
+
+    def _meta_path(self) -> Path:
+        return self.dir / "partition-metadata.checkpoint"
+
+    def _write_meta(self) -> None:
+        body = (
+            "0\n3\n"
+            f"log_start_offset {self._log_start_offset}\n"
+            f"recovery_point {self._recovery_point}\n"
+            f"highest_offset_in_remote_storage {self._highest_offset_in_remote_storage}\n"
+        )
+        _atomic_write(self._meta_path(), body.encode())
+
+    def _load(self, now_ms: int) -> None:
+        for p in self.dir.glob("*.tmp"):
+            p.unlink()
+        meta = {parts[0]: int(parts[1]) for parts in _read_checkpoint(self._meta_path()) if len(parts) == 2}
+        self._log_start_offset = meta.get("log_start_offset", 0)
+        self._recovery_point = meta.get("recovery_point", 0)
+        self._highest_offset_in_remote_storage = meta.get("highest_offset_in_remote_storage", -1)
+        bases = sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := _SEGMENT_RE.match(p.name)))
+        # Orphan index files without a .log are removed (Kafka LogLoader#removeTempFilesAndCollectSwapFiles).
+        for p in self.dir.iterdir():
+            if p.suffix in (".index", ".timeindex") and not (self.dir / (p.stem + ".log")).exists():
+                p.unlink()
+        truncated_tail = False
+        for idx, base in enumerate(bases):
+            seg = LogSegment(self.dir, base, self.config, created_ms=int(os.stat(self.dir / segment_file_name(base)).st_mtime * 1000))
+            if truncated_tail:
+                seg.delete_files()  # everything after a torn batch is gone (Kafka drops later segments)
+                continue
+            if self._segments and base < self._segments[-1].next_offset:
+                seg.delete_files()  # overlapping leftover, e.g. from an interrupted roll
+                continue
+            next_base = bases[idx + 1] if idx + 1 < len(bases) else None
+            needs_recovery = next_base is None or next_base > self._recovery_point
+            if needs_recovery or not seg.load_indexes():
+                removed = seg.recover()
+                self.recovered_bytes_truncated += removed
+                if removed:
+                    truncated_tail = True
+            if seg.size == 0 and self._segments:
+                # an empty non-first segment left by a crash right after a roll: keep as active
+                pass
+            self._segments.append(seg)
+            self._bases.append(base)
+        if not self._segments:
+            start = max(self._log_start_offset, self._highest_offset_in_remote_storage + 1)
+            self._new_segment(start, now_ms)
+        leo = self.log_end_offset
+        self.leader_epoch_cache.truncate_from_end(leo)
+        if self._log_start_offset > leo:
+            self._log_start_offset = leo
+        if self._log_start_offset < self._segments[0].base_offset and not self.config.remote_storage_enable:
+            self._log_start_offset = self._segments[0].base_offset
+        self._recovery_point = min(self._recovery_point, leo)
+        self._high_watermark = leo
+        self._last_flush_ms = now_ms
+        self._write_meta()
+
+    def close(self) -> None:
+        """Flush and close every segment (a clean shutdown)."""
+        with self._lock:
+            if self._closed:
+                return
+            self.flush()
+            self._write_meta()
+            for s in self._segments:
+                s.close()
+            self._closed = True
+
+    def _new_segment(self, base_offset: int, now_ms: int) -> LogSegment:
+        seg = LogSegment(self.dir, base_offset, self.config, created_ms=now_ms)
+        self._segments.append(seg)
+        self._bases.append(base_offset)
+        _fsync_dir(self.dir)
+        return seg
+
+    def update_config(self, config: LogConfig) -> None:
+        """Apply new topic configs (AlterConfigs; Kafka ``UnifiedLog#updateConfig``). Takes
+        effect for the next append, roll, flush and retention pass."""
+        with self._lock:
+            self.config = config
+            for s in self._segments:
+                s.config = config
+
+    # ----------------------------------------------------------------- offsets
+    @property
+    def log_start_offset(self) -> int:
+        """The earliest offset a consumer may read (local or remote)."""
+        return self._log_start_offset
+
+    @property
+    def local_log_start_offset(self) -> int:
+        """Base offset of the oldest local segment (Kafka ``UnifiedLog#localLogStartOffset``),
+        never below the log start offset."""
+        with self._lock:
+            return max(self._segments[0].base_offset, self._log_start_offset)
+
+    @property
+    def log_end_offset(self) -> int:
+        """The next offset to be assigned (exclusive end of the log)."""
+        return self._segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Offsets below this are committed and visible to consumers."""
+        return self._high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Equal to the high watermark: Shoal keeps no transaction state in the partition log
+        (documented deviation: READ_COMMITTED is served like READ_UNCOMMITTED)."""
+        return self._high_watermark
+
+    @property
+    def highest_offset_in_remote_storage(self) -> int:
+        """The highest offset copied to the remote tier, -1 if none (Kafka
+        ``UnifiedLog#highestOffsetInRemoteStorage``); local segments above it are never deleted."""
+        return self._highest_offset_in_remote_storage
+
+    @property
+    def recovery_point(self) -> int:
+        """Offsets below this were fsynced; recovery re-validates only from here."""
+        return self._recovery_point
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped to ``[log_start_offset, log_end_offset]``; returns the
+        new value (Kafka ``UnifiedLog#updateHighWatermark``). Single node, acks=1/all: the caller
+        sets it to :attr:`log_end_offset` after the append is durable per its acks rule."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self.log_end_offset)
+            return self._high_watermark
+
+    @property
+    def compaction_floor(self) -> int | None:
+        """The controller's read-hold frontier ("since") for this partition: retention never
+        makes offsets ``>= compaction_floor`` unreadable. None (the default) = no hold."""
+        return self._compaction_floor
+
+    def allow_compaction(self, since_offset: int | None) -> None:
+        """The controller's ``AllowCompaction(id, since)`` (reference/controller.md §1): offsets
+        below ``since_offset`` may be removed by retention, offsets at or above it must stay
+        readable (locally or in the remote tier). ``None`` lifts the constraint. Applies to
+        :meth:`delete_old_segments` without tiering and to remote expiry; local deletion of
+        segments already in the remote tier does not need it (they stay readable)."""
+        with self._lock:
+            self._compaction_floor = since_offset
+
+    def update_highest_offset_in_remote_storage(self, offset: int) -> None:
+        """Record the highest offset the RemoteLogManager has copied (monotonic; persisted)."""
+        with self._lock:
+            if offset > self._highest_offset_in_remote_storage:
+                self._highest_offset_in_remote_storage = offset
+                self._write_meta()
+
+    def maybe_increment_log_start_offset(self, new_log_start_offset: int) -> bool:
+        """Move the log start offset forward (DeleteRecords, remote retention; Kafka
+        ``UnifiedLog#maybeIncrementLogStartOffset``). Never moves it back or beyond the high
+        watermark; truncates the epoch cache from the start. Returns True if it moved."""
+        with self._lock:
+            new = min(new_log_start_offset, self._high_watermark)
+            if new <= self._log_start_offset:
+                return False
+            self._log_start_offset = new
+            self.leader_epoch_cache.truncate_from_start(new)
+            self._write_meta()
+            return True
+
+    # ----------------------------------------------------------------- segments view
+    def segments(self) -> list[LogSegment]:
+        """Snapshot list of the local segments, oldest first (the last is the active one)."""
+        with self._lock:
+            return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        """The segment appends go to."""
+        return self._segments[-1]
+
+    def only_local_log_segments_size(self) -> int:
+        """Bytes of the local segments whose data is not yet in remote storage (Kafka
+        ``UnifiedLog#onlyLocalLogSegmentsSize``: segments with base offset > highest remote offset)."""
+        with self._lock:
+            return sum(s.size for s in self._segments if s.base_offset > self._highest_offset_in_remote_storage)
+
+    def size_in_bytes(self) -> int:
+        """Total bytes of all local segments."""
+        with self._lock:
+            return sum(s.size for s in self._segments)
+
+    def segment_end_offset(self, segment: LogSegment) -> int:
+        """Last offset (inclusive) of ``segment``: the next segment's base minus one, or the log
+        end offset minus one for the active segment."""
+        with self._lock:
+            i = self._segments.index(segment)
+            if i + 1 < len(self._segments):
+                return self._segments[i + 1].base_offset - 1
+            return self.log_end_offset - 1
+
+    # ----------------------------------------------------------------- append
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int, now_ms: int) -> LogAppendInfo:
+        """Append the RecordBatch v2 bytes of one Produce partition as the leader.
+
+        Validates (CRC-32C, magic 2, no control batches, each batch ``<= max.message.bytes``,
+        ``<= segment.bytes``), assigns offsets from the log end offset, stamps ``leader_epoch``
+        (and LogAppendTime = ``now_ms`` if configured), records a new epoch in the leader-epoch
+        cache, rolls if needed, writes, and fsyncs per ``flush.messages``/``flush.ms``.
+        Does not move the high watermark (see :meth:`update_high_watermark`).
+
+        Returns :class:`LogAppendInfo`. Raises ``record_batch.CorruptRecordError`` (CORRUPT_MESSAGE),
+        ``InvalidRecordError`` (INVALID_RECORD), ``UnsupportedCompressionTypeError``,
+        :class:`RecordTooLargeError` (MESSAGE_TOO_LARGE), :class:`RecordBatchTooLargeError`
+        (RECORD_LIST_TOO_LARGE), :class:`KafkaStorageError` (I/O). Sources: Kafka
+        ``UnifiedLog#append``, ``LogValidator``, ``LogSegment#append``."""
+        log_append_time = now_ms if self.config.message_timestamp_type == "LogAppendTime" else None
+        with self._lock:
+            self._ensure_open()
+            data, headers = rb.assign_offsets(records, self.log_end_offset, leader_epoch, log_append_time_ms=log_append_time)
+            for h in headers:
+                if h.size_in_bytes > self.config.max_message_bytes:
+                    raise RecordTooLargeError(
+                        f"batch of {h.size_in_bytes} bytes exceeds max.message.bytes={self.config.max_message_bytes}"
+                    )
+                if h.size_in_bytes > self.config.segment_bytes:
+                    raise RecordBatchTooLargeError(
+                        f"batch of {h.size_in_bytes} bytes exceeds segment.bytes={self.config.segment_bytes}"
+                    )
+            first, last = headers[0].base_offset, headers[-1].last_offset
+            max_ts_h = max(headers, key=lambda h: h.max_timestamp)
+            try:
+                seg = self._maybe_roll(len(data), max_ts_h.max_timestamp, last, now_ms)
+                if leader_epoch >= 0:
+                    self.leader_epoch_cache.assign(leader_epoch, first)
+                seg.append(data, headers)
+            except OSError as exc:
+                raise KafkaStorageError(str(exc)) from exc
+            n_records = sum(h.records_count for h in headers)
+            self._unflushed_messages += n_records
+            flushed = False
+            if self._unflushed_messages >= self.config.flush_messages or now_ms - self._last_flush_ms >= self.config.flush_ms:
+                self._flush_locked(now_ms)
+                flushed = True
+            return LogAppendInfo(
+                first_offset=first,
+                last_offset=last,
+                max_timestamp=max_ts_h.max_timestamp,
+                offset_of_max_timestamp=max_ts_h.last_offset,
+                log_append_time_ms=log_append_time if log_append_time is not None else -1,
+                log_start_offset=self._log_start_offset,
+                record_count=n_records,
+                batch_count=len(headers),
+                valid_bytes=len(data),
+                flushed=flushed,
+            )
+
+    def _maybe_roll(self, size: int, max_ts: int, max_offset: int, now_ms: int) -> LogSegment:
+        seg = self._segments[-1]
+        if seg.should_roll(size, max_ts, max_offset, now_ms):
+            return self._roll_locked(now_ms)
+        return seg
+
+    def roll(self, now_ms: int) -> LogSegment:
+        """Close the active segment for appends and start a new one at the log end offset
+        (Kafka ``UnifiedLog#roll``); a no-op returning the active segment if it is empty."""
+        with self._lock:
+            self._ensure_open()
+            if self._segments[-1].size == 0:
+                return self._segments[-1]
+            return self._roll_locked(now_ms)
+
+    def _roll_locked(self, now_ms: int) -> LogSegment:
+        old = self._segments[-1]
+        old.flush()  # Kafka flushes the rolled segment asynchronously; we do it at once
+        self._recovery_point = max(self._recovery_point, old.next_offset)
+        seg = self._new_segment(self.log_end_offset, now_ms)
+        self._write_meta()
+        return seg
+
+    # ----------------------------------------------------------------- flush
+    def flush(self, now_ms: int | None = None) -> None:
+        """fsync everything appended so far and advance the recovery point."""
+        with self._lock:
+            self._flush_locked(now_ms if now_ms is not None else self._last_flush_ms)
+
+    def maybe_flush(self, now_ms: int) -> bool:
+        """The ``flush.ms`` scheduler tick (Kafka ``LogManager#flushDirtyLogs``): flush if
+        there are unflushed messages and ``flush.ms`` has elapsed. Returns True if it flushed."""
+        with self._lock:
+            if self._unflushed_messages and now_ms - self._last_flush_ms >= self.config.flush_ms:
+                self._flush_locked(now_ms)
+                return True
+            return False
+
+    def _flush_locked(self, now_ms: int) -> None:
+        if self._closed:
+            return
+        for s in self._segments:
+            if s.next_offset > self._recovery_point or s is self._segments[-1]:
+                s.flush()
+        self._recovery_point = self.log_end_offset
+        self._unflushed_messages = 0
+        self._last_flush_ms = now_ms
+        # The persisted recovery point is refreshed on roll/close/offset changes only; a stale
+        # (lower) one just makes recovery re-validate more, so no extra fsyncs per flush.
+
+    @property
+    def unflushed_messages(self) -> int:
+        """Records appended since the last fsync."""
+        return self._unflushed_messages
+
+    # ----------------------------------------------------------------- read
+    def read(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Read whole batches from the local log starting at the batch that holds
+        ``fetch_offset``, at most ``max_bytes`` bytes (but the first batch whole even if larger,
+        when ``min_one_message``; KIP-74), only batches whose last offset is below ``max_offset``
+        (default: the high watermark; pass :attr:`log_end_offset` for replication-style reads).
+        Reads from one segment, like Kafka ``LocalLog#read``.
+
+        ``fetch_offset == max_offset`` or the log end offset returns empty records. Raises
+        :class:`OffsetOutOfRangeError` if ``fetch_offset`` is below :attr:`local_log_start_offset`
+        or above :attr:`log_end_offset` (the tiered read path catches the first case)."""
+        with self._lock:
+            self._ensure_open()
+            hw = self._high_watermark
+            limit = hw if max_offset is None else max_offset
+            leo = self.log_end_offset
+            local_start = self.local_log_start_offset
+            if fetch_offset < local_start or fetch_offset > leo:
+                raise OffsetOutOfRangeError(
+                    f"offset {fetch_offset} out of range [{local_start}, {leo}] for {self.topic}-{self.partition}"
+                )
+
+            def empty() -> FetchDataInfo:
+                return FetchDataInfo(fetch_offset, b"", hw, self._log_start_offset, leo)
+
+            if fetch_offset >= limit:
+                return empty()
+            i = max(0, bisect.bisect_right(self._bases, fetch_offset) - 1)
+            while i < len(self._segments):
+                seg = self._segments[i]
+                first = seg.translate_offset(fetch_offset)
+                if first is None:
+                    i += 1
+                    continue
+                start = first.position
+                # One pread of up to max_bytes, then whole batches parsed from memory.
+                chunk = seg.pread(start, max(0, min(max_bytes, seg.size - start)))
+                pos = 0
+                total = 0
+                while pos < seg.size - start:
+                    if pos + rb.RECORD_BATCH_OVERHEAD <= len(chunk):
+                        h = rb.parse_header(chunk, pos)
+                    else:
+                        h = rb.parse_header(seg.pread(start + pos, rb.RECORD_BATCH_OVERHEAD))
+                    if h.last_offset >= limit:
+                        break
+                    if total + h.size_in_bytes > max_bytes and not (total == 0 and min_one_message):
+                        break
+                    total += h.size_in_bytes
+                    pos += h.size_in_bytes
+                if total > len(chunk):
+                    chunk = seg.pread(start, total)  # the first batch alone exceeds max_bytes (KIP-74)
+                if total == 0:
+                    return empty()
+                return FetchDataInfo(
+                    fetch_offset,
+                    bytes(chunk[:total]),
+                    hw,
+                    self._log_start_offset,
+                    leo,
+                    segment_base_offset=seg.base_offset,
+                    position=start,
+                )
+            return empty()
+
+    # ----------------------------------------------------------------- list offsets
+    def last_fetchable_offset(self, isolation_level: int | None) -> int:
+        """Kafka ``Partition#fetchOffsetForTimestamp``'s bound: READ_UNCOMMITTED (0) → high
+        watermark, READ_COMMITTED (1) → last stable offset (= HW here), None (a replica) → log
+        end offset."""
+        if isolation_level is None:
+            return self.log_end_offset
+        return self.last_stable_offset if isolation_level == 1 else self._high_watermark
+
+    def fetch_offset_by_timestamp(self, timestamp: int, *, isolation_level: int | None = 0) -> TimestampAndOffset | None:
+        """ListOffsets on the local log (Kafka ``UnifiedLog#fetchOffsetByTimestamp`` with
+        ``Partition#fetchOffsetForTimestamp``'s isolation bound).
+
+        ``timestamp``: -2 EARLIEST (log start offset; epoch = the earliest cached epoch if it
+        starts at or before it), -1 LATEST (:meth:`last_fetchable_offset` for ``isolation_level``
+        0 READ_UNCOMMITTED / 1 READ_COMMITTED / None replica; the latest epoch), -3 MAX_TIMESTAMP
+        (offset of the record with the largest timestamp in the local log), -4 EARLIEST_LOCAL
+        (local log start offset), -5 LATEST_TIERED (highest offset in remote storage; -1 with
+        epoch -1 if none or tiering off), >= 0 the first local record with timestamp
+        ``>= timestamp``. Answers for -3 and timestamps are dropped unless their offset is below
+        the last fetchable offset. Returns None when no record matches (the wire answers offset
+        -1). For tiered topics :meth:`RemoteLogManager.fetch_offset_by_timestamp` searches the
+        remote tier first."""
+        with self._lock:
+            self._ensure_open()
+            epoch_of = self.leader_epoch_cache.epoch_for_offset
+            bound = self.last_fetchable_offset(isolation_level)
+            if timestamp == EARLIEST_TIMESTAMP or (timestamp == EARLIEST_LOCAL_TIMESTAMP and not self.config.remote_storage_enable):
+                first = self.leader_epoch_cache.earliest_entry()
+                epoch = first.epoch if first is not None and first.start_offset <= self._log_start_offset else None
+                return TimestampAndOffset(rb.NO_TIMESTAMP, self._log_start_offset, epoch)
+            if timestamp == EARLIEST_LOCAL_TIMESTAMP:
+                off = self.local_log_start_offset
+                return TimestampAndOffset(rb.NO_TIMESTAMP, off, epoch_of(off))
+            if timestamp == LATEST_TIMESTAMP:
+                return TimestampAndOffset(rb.NO_TIMESTAMP, bound, self.leader_epoch_cache.latest_epoch())
+            if timestamp == LATEST_TIERED_TIMESTAMP:
+                if not self.config.remote_storage_enable:
+                    return TimestampAndOffset(rb.NO_TIMESTAMP, -1, -1)
+                off = self._highest_offset_in_remote_storage
+                epoch = epoch_of(off)
+                return TimestampAndOffset(rb.NO_TIMESTAMP, off, epoch if epoch is not None else (-1 if off == -1 else None))
+            found = self._search_by_timestamp(timestamp)
+            if found is not None and found.offset >= bound:
+                return None
+            return found
+
+    def _search_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """MAX_TIMESTAMP or a timestamp search over the local segments (lock held)."""
+        epoch_of = self.leader_epoch_cache.epoch_for_offset
+        if timestamp == MAX_TIMESTAMP:
+            best = None
+            for s in self._segments:
+                if s.max_timestamp_so_far >= 0 and (best is None or s.max_timestamp_so_far > best.max_timestamp_so_far):
+                    best = s
+            if best is None:
+                return None
+            found = best.find_offset_by_timestamp(best.max_timestamp_so_far, best.base_offset)
+            if found is None:
+                return None
+            return TimestampAndOffset(found[0], found[1], epoch_of(found[1]))
+        if timestamp < 0:
+            raise ValueError(f"unsupported ListOffsets timestamp {timestamp}")
+        start = max(self._log_start_offset, self.local_log_start_offset)
+        for s in self._segments:
+            if s.max_timestamp_so_far >= timestamp and s.next_offset > start:
+                found = s.find_offset_by_timestamp(timestamp, start)
+                if found is not None:
+                    return TimestampAndOffset(found[0], found[1], epoch_of(found[1]))
+        return None
+
+    # ----------------------------------------------------------------- retention
+    def delete_old_segments(self, now_ms: int) -> list[int]:
+        """One retention pass (Kafka ``UnifiedLog#deleteOldSegments``): segments wholly below the
+        log start offset, then by time (``now - largest timestamp > retention``), then by size
+        (oldest first while the total exceeds the limit). With ``remote.storage.enable`` the
+        limits are ``local.retention.ms``/``local.retention.bytes`` and a segment is eligible
+        only if its end offset ``<= highest offset in remote storage``; the log start offset then
+        stays (the remote tier still serves those offsets). Without it, the log start offset moves
+        to the first remaining segment. The active segment is never deleted while it holds data
+        under tiering; without tiering it is rolled first when everything is deletable.
+        Returns the base offsets of the deleted segments."""
+        with self._lock:
+            self._ensure_open()
+            remote = self.config.remote_storage_enable
+            retention_ms = self.config.local_retention_ms_effective if remote else self.config.retention_ms
+            retention_bytes = self.config.local_retention_bytes_effective if remote else self.config.retention_bytes
+            deleted: list[int] = []
+
+            def eligible(i: int) -> bool:
+                seg = self._segments[i]
+                is_last = i == len(self._segments) - 1
+                end = (self._segments[i + 1].base_offset - 1) if not is_last else self.log_end_offset - 1
+                if end >= self._high_watermark:  # Kafka: only below the high watermark
+                    return False
+                if not remote and self._compaction_floor is not None and end >= self._compaction_floor:
+                    return False  # a read hold (controller since) still covers it
+                if remote:
+                    # Kafka UnifiedLog#isSegmentEligibleForDeletion: copied to remote storage, or
+                    # wholly below a log start offset that was moved past it
+                    below_log_start = not is_last and self._log_start_offset >= self._segments[i + 1].base_offset
+                    return not is_last and (end <= self._highest_offset_in_remote_storage or below_log_start)
+                return seg.size > 0 or not is_last
+
+            def delete_prefix(pred) -> None:
+                n = 0
+                while n < len(self._segments) and eligible(n) and pred(n):
+                    n += 1
+                if n == 0:
+                    return
+                if n == len(self._segments):
+                    self._roll_locked(now_ms)
+                for seg in self._segments[:n]:
+                    deleted.append(seg.base_offset)
+                    seg.delete_files()
+                del self._segments[:n]
+                del self._bases[:n]
+
+            # 1. below the log start offset (e.g. after DeleteRecords or remote expiry)
+            delete_prefix(lambda i: (i + 1 < len(self._segments) and self._segments[i + 1].base_offset <= self._log_start_offset))
+            # 2. time
+            if retention_ms >= 0:
+                delete_prefix(lambda i: now_ms - self._segments[i].largest_timestamp > retention_ms)
+            # 3. size
+            if retention_bytes >= 0:
+                total = sum(s.size for s in self._segments)
+                # Kafka's size predicate: diff = size - retention; delete while diff - seg.size >= 0
+                diff = [total - retention_bytes]
+
+                def over_kafka(i: int) -> bool:
+                    if diff[0] - self._segments[i].size >= 0:
+                        diff[0] -= self._segments[i].size
+                        return True
+                    return False
+
+                if diff[0] > 0:
+                    delete_prefix(over_kafka)
+            if deleted:
+                first = self._segments[0].base_offset
+                if not remote and first > self._log_start_offset:
+                    self._log_start_offset = first
+                    self.leader_epoch_cache.truncate_from_start(first)
+                self._write_meta()
+            return deleted
+
+    def delete_segments_below(self, offset: int) -> list[int]:
+        """Delete local segments whose every offset is ``< offset`` (the next segment's base is
+        ``<= offset``); the active segment stays. Under tiering, only segments already copied
+        (end offset ``<= highest offset in remote storage``) go. The log start offset is not
+        moved under tiering (the local log start offset is); without tiering it is raised to the
+        first remaining base offset. Returns the deleted base offsets."""
+        with self._lock:
+            self._ensure_open()
+            n = 0
+            while n + 1 < len(self._segments) and self._segments[n + 1].base_offset <= offset:
+                end = self._segments[n + 1].base_offset - 1
+                if self.config.remote_storage_enable and end > self._highest_offset_in_remote_storage:
+                    break
+                n += 1
+            deleted = [s.base_offset for s in self._segments[:n]]
+            for s in self._segments[:n]:
+                s.delete_files()
+            del self._segments[:n]
+            del self._bases[:n]
+            if deleted and not self.config.remote_storage_enable and self._segments[0].base_offset > self._log_start_offset:
+                self._log_start_offset = self._segments[0].base_offset
+                self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+            if deleted:
+                self._write_meta()
+            return deleted
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding an offset ``>= offset`` (follower truncation, always at a
+        batch boundary in practice; Kafka ``UnifiedLog#truncateTo``). Segments wholly above are deleted; the epoch cache, high
+        watermark and recovery point are clamped."""
+        with self._lock:
+            self._ensure_open()
+            if offset >= self.log_end_offset:
+                return
+            while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+                self._segments.pop().delete_files()
+                self._bases.pop()
+            self._segments[-1].truncate_to(offset)
+            leo = self.log_end_offset
+            self.leader_epoch_cache.truncate_from_end(leo)
+            self._high_watermark = min(self._high_watermark, leo)
+            self._recovery_point = min(self._recovery_point, leo)
+            self._write_meta()
+
+    def delete(self) -> None:
+        """Close and remove the whole partition directory (topic deletion)."""
+        import shutil
+
+        with self._lock:
+            for s in self._segments:
+                s.close()
+            self._closed = True
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _ensure_open(self) -> None:
+        if self._closed:
+            raise KafkaStorageError(f"log {self.topic}-{self.partition} is closed")
+
+
+# --------------------------------------------------------------------------- all logs of a broker
+
+_LOG_DIR_RE = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+
+
+class LogManager:
+    """Every partition log under ``log.dirs`` (Kafka ``LogManager``, one directory): loads and
+    recovers them at startup, creates logs for new partitions, deletes them, and runs the
+    ``flush.ms`` tick (``log.flush.scheduler.interval.ms``) for all of them.
+
+    ``config_for(topic) -> LogConfig`` supplies each topic's configs (the controller's topic
+    configs merged over the broker's ``log.*`` defaults); default: Kafka's defaults."""
+
+    def __init__(self, log_dirs: str | os.PathLike[str], config_for=None):
+        self.log_dirs = Path(log_dirs)
+        self.log_dirs.mkdir(parents=True, exist_ok=True)
+        self._config_for = config_for or (lambda topic: LogConfig())
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._lock = threading.RLock()
+
+    def load_all(self, now_ms: int = 0) -> list[tuple[str, int]]:
+        """Open (and recover) every ``<topic>-<partition>`` directory present; returns their
+        ``(topic, partition)`` keys. Directories whose names do not parse are left alone."""
+        with self._lock:
+            for p in sorted(self.log_dirs.iterdir()):
+                m = _LOG_DIR_RE.match(p.name)
+                if not p.is_dir() or m is None:
+                    continue
+                key = (m.group("topic"), int(m.group("partition")))
+                if key not in self._logs:
+                    self._logs[key] = PartitionLog.open(self.log_dirs, key[0], key[1], self._config_for(key[0]), now_ms=now_ms)
+            return sorted(self._logs)
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        """The open log of the partition, or None."""
+        return self._logs.get((topic, partition))
+
+    def get_or_create(self, topic: str, partition: int, now_ms: int = 0) -> PartitionLog:
+        """The partition's log, opening or creating ``<log.dirs>/<topic>-<partition>/`` if needed."""
+        with self._lock:
+            log = self._logs.get((topic, partition))
+            if log is None:
+                log = PartitionLog.open(self.log_dirs, topic, partition, self._config_for(topic), now_ms=now_ms)
+                self._logs[(topic, partition)] = log
+            return log
+
+    def delete(self, topic: str, partition: int) -> bool:
+        """Close and remove the partition's directory (topic deletion); True if it existed."""
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+            if log is None:
+                d = self.log_dirs / log_dir_name(topic, partition)
+                if not d.is_dir():
+                    return False
+                log = PartitionLog(d, topic, partition, LogConfig())
+            log.delete()
+            return True
+
+    def flush_dirty_logs(self, now_ms: int) -> int:
+        """The ``flush.ms`` scheduler tick: :meth:`PartitionLog.maybe_flush` on every log.
+        Returns how many logs were flushed."""
+        with self._lock:
+            logs = list(self._logs.values())
+        return sum(1 for log in logs if log.maybe_flush(now_ms))
+
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
+        """A snapshot of the open logs by ``(topic, partition)``."""
+        with self._lock:
+            return dict(self._logs)
+
+    def close(self) -> None:
+        """Flush and close every log (clean shutdown)."""
+        with self._lock:
+            for log in self._logs.values():
+                log.close()
+            self._logs.clear()
