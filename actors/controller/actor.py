@@ -1,0 +1,649 @@
+"""The ControllerActor: owns cluster metadata and storage collections; supervises child actors.
+
+A thin shell over the pure model (:mod:`actors.controller.state`): *receive → decide → append
+(persist, wait for durability) → evolve → reply*. It
+
+* recovers its state on ``Configure`` from the latest snapshot of stream ``controller`` plus the
+  events after it, and answers :class:`~actors.messages.NotReady` to every request until then
+  (fail closed: COORDINATOR_LOAD_IN_PROGRESS on the wire);
+* re-derives the topic collections' read policies from the effective configs at start-up (the
+  static broker config may have changed since the events were written);
+* registers the event log itself as the collection ``eventlog`` on first start and advances its
+  upper (the log's next global position) with its own appends, at most every
+  ``shoal.controller.eventlog.frontier.interval`` positions (default 100); its since only moves
+  by policy (``NoPolicy(0)``: events are never deleted), replay/audit sessions hold it;
+* saves a snapshot every ``shoal.controller.snapshot.interval.events`` events (default 1000);
+* re-evaluates time-based retention every ``log.retention.check.interval.ms`` (Kafka's default
+  300000 ms) and tells subscribers (:class:`SubscribeFrontiers`) whenever a since moves;
+* starts children on demand by ``(kind, name)`` (:class:`ChildLookup`) from a registry of class
+  paths (defaults in :data:`~actors.controller.supervision.DEFAULT_CHILD_KINDS`; config keys
+  ``shoal.controller.child.<kind>=<module.Class>`` or :class:`RegisterChildKind` add more),
+  restarts a child that exits unasked (it recovers by replaying its own stream), counts dead
+  letters (``handleDeadLetters``) addressed to its children, stops a child whose ``Configure``
+  fails or is poisoned, handles ``ActorExitRequest`` (children exit with it),
+  ``ChildActorExited`` and ``PoisonMessage``.
+
+Handler exceptions never escape (Thespian would retry and then bounce the message): the sender
+gets ``Failure("UNKNOWN_SERVER_ERROR", …)`` instead, as elastic/rally's ``no_retry`` does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from datetime import timedelta
+from typing import Any, Callable
+
+from thespian.actors import ActorExitRequest, ChildActorExited, DeadEnvelope, PoisonMessage, WakeupMessage
+
+from actors.base import EventSourcedActor, PersistError
+from actors.controller import frontiers as fr
+from actors.controller import topics as tp
+from actors.controller.messages import (
+    AlterPartitionRequest,
+    BrokerFailedNotice,
+    ChildAddress,
+    ChildKindRegistered,
+    ChildLookup,
+    ChildStopped,
+    CreateTopicsReply,
+    CreateTopicsRequest,
+    DeleteTopicsReply,
+    DeleteTopicsRequest,
+    DescribeConfigsReply,
+    DescribeConfigsRequest,
+    ElectLeadersRequest,
+    FrontierCommand,
+    FrontierReply,
+    FrontierUpdates,
+    FrontiersReply,
+    FrontiersRequest,
+    IncrementalAlterConfigsReply,
+    IncrementalAlterConfigsRequest,
+    MetadataReply,
+    MetadataRequest,
+    PartitionMetadata,
+    PartitionResults,
+    ReadHoldsChange,
+    RegisterChildKind,
+    SinceAdvanced,
+    StateDump,
+    StateDumpRequest,
+    StopChild,
+    SubscribeFrontiers,
+    TopicMetadata,
+)
+from actors.controller.state import (
+    AlterPartition,
+    BrokerFailed,
+    ControllerState,
+    Decision,
+    ElectLeaders,
+    ReconcilePolicies,
+    apply,
+    decide,
+)
+from actors.controller.supervision import ChildRecord, Supervisor
+from actors.messages import (
+    AppendFailed,
+    Configure,
+    Configured,
+    EventsAppended,
+    Failure,
+    NotReady,
+    StatusReply,
+    StatusRequest,
+)
+from events.codec import new_event
+from events.controller import STREAM_ID, CollectionsDropRequested, SegmentInfo
+from store.event_log import AppendRequest
+
+__all__ = ["ControllerActor"]
+
+log = logging.getLogger("shoal.controller")
+
+_RETENTION = "controller-retention"
+_INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state", "__remote_log_metadata"}
+# Messages handled before recovery has finished (everything else gets NotReady).
+_ALWAYS = (
+    Configure,
+    Configured,
+    Failure,
+    ActorExitRequest,
+    ChildActorExited,
+    PoisonMessage,
+    DeadEnvelope,
+    WakeupMessage,
+    EventsAppended,
+    AppendFailed,
+    StatusRequest,
+    NotReady,
+)
+_SYSTEM = (ActorExitRequest, ChildActorExited, PoisonMessage, DeadEnvelope, WakeupMessage)
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ControllerActor(EventSourcedActor):
+    """The controller. Configure it with :class:`~actors.messages.Configure` (``config``: the
+    broker config with ``event.log.url``, ``node.id``, ``listeners``, broker defaults; ``name``
+    defaults to ``"controller"``; ``journal``: the JournalActor or ``None``). It replies
+    :class:`~actors.messages.Configured` once recovered. Requests and replies are listed in
+    :mod:`actors.controller.messages`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ready = False
+        self._name = "controller"
+        self._config: dict[str, Any] = {}
+        self._journal_addr: Any = None
+        self.state: ControllerState | None = None
+        self._sup = Supervisor()
+        self._subscribers: list[tuple[Any, str]] = []
+        self._exiting = False
+        self._events_since_snapshot = 0
+        self._snapshot_interval = 1000
+        self._retention_interval_ms = 300_000
+        self._replayed = 0
+        self._node_id = 1
+        self._dead_letters = 0
+        self._poisoned = 0
+        self._last_position = 0
+        self._eventlog_interval = 100
+
+    # -- dispatch ---------------------------------------------------------------------------
+    def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
+        """Gate on readiness (NotReady before recovery), then dispatch; a handler exception becomes a ``Failure`` to the sender."""
+        if not self._ready and not isinstance(msg, _ALWAYS):
+            self.send(sender, NotReady(self._name))
+            return
+        try:
+            super().receiveMessage(msg, sender)
+        except Exception as exc:  # never let Thespian retry/bounce: answer a Failure
+            log.exception("controller failed on %r", msg)
+            if sender is not None and sender != self.myAddress and not isinstance(msg, _SYSTEM + (Failure,)):
+                self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+
+    # -- configuration and recovery ------------------------------------------------------------
+    def receiveMsg_Configure(self, msg: Configure, sender: Any) -> None:
+        """Recover from snapshot + events, register ``eventlog`` on first start, reply ``Configured`` (``Failure`` if recovery fails)."""
+        if self._ready:
+            self.send(sender, Configured(self._name, self.event_log.last_position(), self._replayed))
+            return
+        self._config = dict(msg.config)
+        self._name = msg.name or "controller"
+        self._journal_addr = msg.journal
+        self._node_id = int(self._config.get("node.id", 1))
+        self._snapshot_interval = int(self._config.get("shoal.controller.snapshot.interval.events", 1000))
+        self._retention_interval_ms = int(self._config.get("log.retention.check.interval.ms", 300_000))
+        self._eventlog_interval = max(1, int(self._config.get("shoal.controller.eventlog.frontier.interval", 100)))
+        self._sup = Supervisor(
+            max_restarts=int(self._config.get("shoal.controller.child.max.restarts", 10)),
+            restart_window_ms=int(self._config.get("shoal.controller.child.restart.window.ms", 60_000)),
+        )
+        prefix = "shoal.controller.child."
+        for key, value in self._config.items():
+            rest = key[len(prefix):] if key.startswith(prefix) else ""
+            if rest and "." not in rest:
+                self._sup.register(rest, str(value))
+        try:
+            elog = self.attach_event_log(self._config, msg.journal)
+            self.state = self._recover(elog)
+        except Exception as exc:
+            log.exception("controller recovery failed")
+            self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"recovery failed: {type(exc).__name__}: {exc}"))
+            return
+        if str(self._config.get("shoal.controller.handle.dead.letters", "true")).lower() == "true":
+            self.handleDeadLetters()
+        if self._retention_interval_ms > 0:
+            self.wakeupAfter(timedelta(milliseconds=self._retention_interval_ms), payload=_RETENTION)
+
+        def ready(_changes: Any = None) -> None:
+            """Mark the controller ready and answer ``Configured``."""
+            self._ready = True
+            self.send(sender, Configured(self._name, self.event_log.last_position(), self._replayed))
+
+        startup: list[Any] = [ReconcilePolicies()]
+        if fr.EVENT_LOG_COLLECTION not in self.state.frontiers.collections and fr.EVENT_LOG_COLLECTION not in self.state.frontiers.dropped:
+            upper = self._last_position + 1
+            startup.insert(0, fr.CreateCollections((fr.NewCollection(fr.EVENT_LOG_COLLECTION, 0, upper, fr.NoPolicy(0)),)))
+
+        def run(i: int) -> None:
+            """Run the start-up commands in order, then become ready."""
+            if i == len(startup):
+                ready()
+                return
+            self._execute(startup[i], sender, lambda d, ch: run(i + 1), on_failure=lambda f: self.send(sender, f))
+
+        run(0)
+
+    def _recover(self, elog: Any) -> ControllerState:
+        brokers = (self._node_id,)
+        state = ControllerState(static_config={k: str(v) for k, v in self._config.items()}, brokers=brokers)
+        snap = elog.load_snapshot(STREAM_ID)
+        if snap is not None:
+            state.load_dict(json.loads(snap.state), snap.stream_version)
+        replayed = 0
+        while True:
+            batch = elog.read_stream(STREAM_ID, from_version=state.version + 1, limit=10_000)
+            if not batch:
+                break
+            for rec in batch:
+                apply(state, rec.decode())
+                state.version = rec.stream_version
+                replayed += 1
+        self._replayed = replayed
+        self._last_position = elog.last_position()
+        log.info("controller recovered: snapshot at %s, %d events replayed", snap.stream_version if snap else None, replayed)
+        return state
+
+    # -- the persist path ----------------------------------------------------------------------
+    def _execute(
+        self,
+        cmd: Any,
+        sender: Any,
+        make_reply: Callable[[Decision | fr.Rejected, list[fr.SinceChange]], Any],
+        on_failure: Callable[[Failure], None] | None = None,
+    ) -> None:
+        """decide → persist → evolve → reply. ``make_reply(decision, since_changes)`` builds the
+        reply after the events were applied (``None``: no reply)."""
+        assert self.state is not None
+        res = decide(self.state, cmd, _now_ms())
+        if isinstance(res, fr.Rejected) or not res.events:
+            self._reply(sender, make_reply(res, []))
+            return
+        events = list(res.events)
+        events.extend(self._eventlog_upper(events))
+        req = AppendRequest(STREAM_ID, [new_event(e) for e in events], expected_version=self.state.version)
+
+        def then(results: Any) -> None:
+            """After the append: evolve, notify subscribers, reply, maybe snapshot."""
+            assert self.state is not None
+            if isinstance(results, PersistError):
+                error = "NOT_CONTROLLER" if results.error == "CONCURRENCY" else "UNKNOWN_SERVER_ERROR"
+                failure = Failure(error, str(results))
+                if on_failure is not None:
+                    on_failure(failure)
+                else:
+                    self.send(sender, failure)
+                return
+            changes: list[fr.SinceChange] = []
+            for e in events:
+                changes.extend(apply(self.state, e))
+            self.state.version = results[0].last_version
+            self._last_position = results[0].last_position
+            self._events_since_snapshot += len(events)
+            self._notify(changes)
+            self._reply(sender, make_reply(res, changes))
+            if self._events_since_snapshot >= self._snapshot_interval:
+                self.save_snapshot(results[0].last_position)
+
+        self.persist([req], then)
+
+    def _eventlog_upper(self, events: list[Any]) -> list[Any]:
+        """Piggyback an advance of the ``eventlog`` collection's upper (the log's next position)
+        on an append, at most every ``shoal.controller.eventlog.frontier.interval`` positions."""
+        assert self.state is not None
+        c = self.state.frontiers.collections.get(fr.EVENT_LOG_COLLECTION)
+        if c is None or c.upper is None or any(isinstance(e, CollectionsDropRequested) for e in events):
+            return []
+        upper = self._last_position + 1
+        if upper - c.upper < self._eventlog_interval:
+            return []
+        extra = fr.decide(self.state.frontiers, fr.UpdateWriteFrontiers(((fr.EVENT_LOG_COLLECTION, upper, None),)), _now_ms())
+        return [] if isinstance(extra, fr.Rejected) else extra
+
+    def _reply(self, sender: Any, reply: Any) -> None:
+        if reply is not None and sender is not None and sender != self.myAddress:
+            self.send(sender, reply)
+
+    def save_snapshot(self, position: int = 0) -> None:
+        """Save the current state as the snapshot of stream ``controller`` at its version."""
+        assert self.state is not None
+        if self.state.version < 1:
+            return
+        data = json.dumps(self.state.to_dict(), separators=(",", ":")).encode()
+        self.event_log.save_snapshot(STREAM_ID, self.state.version, data, position)
+        self._events_since_snapshot = 0
+
+    def _notify(self, changes: list[fr.SinceChange]) -> None:
+        if not changes or not self._subscribers:
+            return
+        for ch in changes:
+            for addr, prefix in self._subscribers:
+                if ch.collection_id.startswith(prefix):
+                    self.send(addr, SinceAdvanced(ch.collection_id, ch.old, ch.new))
+
+    # -- topics and configs ------------------------------------------------------------------------
+    def receiveMsg_CreateTopicsRequest(self, msg: CreateTopicsRequest, sender: Any) -> None:
+        """CreateTopics → :class:`CreateTopicsReply` (fresh never-used topic ids are drawn here)."""
+        cmd = self._create_cmd(msg.topics, msg.validate_only)
+        self._execute(cmd, sender, lambda d, ch: CreateTopicsReply(d.reply if isinstance(d, Decision) else []))
+
+    def _create_cmd(self, topics: list[Any], validate_only: bool = False) -> tp.CreateTopics:
+        assert self.state is not None
+        used = set(self.state.topics.used_ids)
+        ids = []
+        for t in topics:
+            tid = tp.new_topic_id(used)
+            used.add(tid)
+            ids.append((t.name, tid))
+        return tp.CreateTopics(tuple(topics), validate_only, tuple(ids))
+
+    def receiveMsg_DeleteTopicsRequest(self, msg: DeleteTopicsRequest, sender: Any) -> None:
+        """DeleteTopics → :class:`DeleteTopicsReply`; the topics' collections are dropped once their holds drain."""
+        cmd = tp.DeleteTopics(tuple(msg.names), tuple(msg.topic_ids))
+        self._execute(cmd, sender, lambda d, ch: DeleteTopicsReply(d.reply if isinstance(d, Decision) else []))
+
+    def receiveMsg_IncrementalAlterConfigsRequest(self, msg: IncrementalAlterConfigsRequest, sender: Any) -> None:
+        """IncrementalAlterConfigs → :class:`IncrementalAlterConfigsReply`; retention policies follow."""
+        cmd = tp.IncrementalAlterConfigs(tuple(msg.resources), msg.validate_only)
+        self._execute(cmd, sender, lambda d, ch: IncrementalAlterConfigsReply(d.reply if isinstance(d, Decision) else []))
+
+    def receiveMsg_DescribeConfigsRequest(self, msg: DescribeConfigsRequest, sender: Any) -> None:
+        """DescribeConfigs → :class:`DescribeConfigsReply` (a query: nothing is appended)."""
+        assert self.state is not None
+        self.send(sender, DescribeConfigsReply(tp.describe_configs(self.state.topics, msg.resources, msg.include_synonyms)))
+
+    def receiveMsg_MetadataRequest(self, msg: MetadataRequest, sender: Any) -> None:
+        """Metadata → :class:`MetadataReply`, auto-creating topics when allowed."""
+        assert self.state is not None
+        st = self.state
+        if msg.topics and msg.allow_auto_topic_creation and st.topics.broker_bool("auto.create.topics.enable"):
+            missing = [n for n in dict.fromkeys(msg.topics) if n not in st.topics.topics and tp.validate_topic_name(n) is None]
+            if missing:
+                cmd = self._create_cmd([tp.CreatableTopic(n) for n in missing])
+                self._execute(cmd, sender, lambda d, ch: self._metadata(msg))
+                return
+        self.send(sender, self._metadata(msg))
+
+    def _metadata(self, msg: MetadataRequest) -> MetadataReply:
+        assert self.state is not None
+        ts = self.state.topics
+        out: list[TopicMetadata] = []
+
+        def topic_md(t: tp.Topic) -> TopicMetadata:
+            """One topic's metadata."""
+            parts = [
+                PartitionMetadata(
+                    "NONE" if p.leader != -1 else "LEADER_NOT_AVAILABLE",
+                    p.partition,
+                    p.leader,
+                    p.leader_epoch,
+                    p.replicas,
+                    p.isr,
+                    [r for r in p.replicas if r not in ts.brokers],
+                )
+                for p in t.partitions
+            ]
+            return TopicMetadata("NONE", t.name, t.topic_id, tp.kafka_topic_id(t.topic_id), t.name in _INTERNAL_TOPICS, parts)
+
+        if msg.topics is None and not msg.topic_ids:
+            out = [topic_md(t) for _, t in sorted(ts.topics.items())]
+        else:
+            for name in msg.topics or []:
+                t = ts.topics.get(name)
+                if t is not None:
+                    out.append(topic_md(t))
+                elif tp.validate_topic_name(name) is not None:
+                    out.append(TopicMetadata("INVALID_TOPIC_EXCEPTION", name, None, None, False, []))
+                else:
+                    out.append(TopicMetadata("UNKNOWN_TOPIC_OR_PARTITION", name, None, None, False, []))
+            for tid in msg.topic_ids:
+                canon = tid
+                if tid not in ts.names_by_id:
+                    try:
+                        canon = tp.topic_id_from_kafka(tid)
+                    except ValueError:
+                        canon = tid
+                t = ts.topic_by_id(canon)
+                out.append(topic_md(t) if t is not None else TopicMetadata("UNKNOWN_TOPIC_ID", None, tid, None, False, []))
+        host, port = self._listener()
+        cluster_id = str(self._config.get("cluster.id", "shoal"))
+        return MetadataReply(cluster_id, self._node_id, [(b, host, port, None) for b in ts.brokers], out)
+
+    def _listener(self) -> tuple[str, int]:
+        listeners = str(self._config.get("advertised.listeners") or self._config.get("listeners") or "PLAINTEXT://127.0.0.1:9092")
+        first = listeners.split(",")[0]
+        hostport = first.split("://", 1)[-1]
+        host, _, port = hostport.rpartition(":")
+        try:
+            return host or "127.0.0.1", int(port)
+        except ValueError:
+            return host or "127.0.0.1", 9092
+
+    # -- partitions ----------------------------------------------------------------------------------
+    def receiveMsg_ElectLeadersRequest(self, msg: ElectLeadersRequest, sender: Any) -> None:
+        """ElectLeaders → :class:`PartitionResults`."""
+        cmd = ElectLeaders(None if msg.partitions is None else tuple(msg.partitions), msg.election)
+        self._execute(cmd, sender, lambda d, ch: PartitionResults(d.reply if isinstance(d, Decision) else []))
+
+    def receiveMsg_AlterPartitionRequest(self, msg: AlterPartitionRequest, sender: Any) -> None:
+        """AlterPartition → :class:`PartitionResults`."""
+        cmd = AlterPartition(msg.topic, msg.partition, msg.broker_id, msg.leader_epoch, msg.partition_epoch, tuple(msg.isr))
+        self._execute(cmd, sender, lambda d, ch: PartitionResults(d.reply if isinstance(d, Decision) else []))
+
+    def receiveMsg_BrokerFailedNotice(self, msg: BrokerFailedNotice, sender: Any) -> None:
+        """A broker died → :class:`PartitionResults` of the partitions that changed."""
+        self._execute(BrokerFailed(msg.broker_id), sender, lambda d, ch: PartitionResults(d.reply if isinstance(d, Decision) else []))
+
+    # -- frontiers ----------------------------------------------------------------------------------
+    @staticmethod
+    def _frontier_reply(d: Decision | fr.Rejected, changes: list[fr.SinceChange]) -> FrontierReply:
+        if isinstance(d, fr.Rejected):
+            return FrontierReply(False, d.error, d.kafka_error, d.message)
+        return FrontierReply(True, ignored=d.reply == "IGNORED", since_changes=[(c.collection_id, c.old, c.new) for c in changes])
+
+    def receiveMsg_ReadHoldsChange(self, msg: ReadHoldsChange, sender: Any) -> None:
+        """Hold deltas → :class:`FrontierReply`."""
+        self._execute(fr.ChangeReadHolds(msg.holder, tuple(tuple(c) for c in msg.changes)), sender, self._frontier_reply)
+
+    def receiveMsg_FrontierUpdates(self, msg: FrontierUpdates, sender: Any) -> None:
+        """Upper reports → :class:`FrontierReply`."""
+        ups = tuple(
+            (cid, upper, None if segs is None else tuple(x if isinstance(x, SegmentInfo) else SegmentInfo(*x) for x in segs))
+            for cid, upper, segs in msg.updates
+        )
+        self._execute(fr.UpdateWriteFrontiers(ups), sender, self._frontier_reply)
+
+    def receiveMsg_FrontierCommand(self, msg: FrontierCommand, sender: Any) -> None:
+        """Any frontier command → :class:`FrontierReply`."""
+        self._execute(msg.command, sender, self._frontier_reply)
+
+    def receiveMsg_FrontiersRequest(self, msg: FrontiersRequest, sender: Any) -> None:
+        """``(since, upper)`` of collections → :class:`FrontiersReply`."""
+        assert self.state is not None
+        fs = self.state.frontiers
+        ids = list(fs.collections) if msg.collection_ids is None else msg.collection_ids
+        out = {cid: fs.frontiers(cid) for cid in ids if cid in fs.collections}
+        self.send(sender, FrontiersReply(out, [cid for cid in ids if cid in fs.dropped]))
+
+    def receiveMsg_SubscribeFrontiers(self, msg: SubscribeFrontiers, sender: Any) -> None:
+        """Subscribe the sender to :class:`SinceAdvanced`; replies ``FrontierReply(True)``."""
+        self._subscribers.append((sender, msg.prefix))
+        self.send(sender, FrontierReply(True))
+
+    def on_wakeup(self, payload: Any) -> None:
+        """The retention timer: decide :class:`~actors.controller.frontiers.EnforceRetention` now, then re-arm."""
+        if payload != _RETENTION or self._exiting:
+            return
+        if self._ready:
+            self._execute(fr.EnforceRetention(), self.myAddress, lambda d, ch: None)
+        if self._retention_interval_ms > 0:
+            self.wakeupAfter(timedelta(milliseconds=self._retention_interval_ms), payload=_RETENTION)
+
+    # -- status ------------------------------------------------------------------------------------------
+    def receiveMsg_StatusRequest(self, msg: StatusRequest, sender: Any) -> None:
+        """Readiness and counters (version, topics, collections, children, restarts, pid, dead letters, poisoned)."""
+        st = self.state
+        counts = {
+            "version": st.version if st else 0,
+            "topics": len(st.topics.topics) if st else 0,
+            "collections": len(st.frontiers.collections) if st else 0,
+            "children": len(self._sup.children),
+            "restarts": self._sup.total_restarts,
+            "events_replayed": self._replayed,
+            "pid": os.getpid(),
+            "dead_letters": self._dead_letters,
+            "poisoned": self._poisoned,
+        }
+        self.send(sender, StatusReply(self._name, self._ready, counts))
+
+    def receiveMsg_StateDumpRequest(self, msg: StateDumpRequest, sender: Any) -> None:
+        """The evented state → :class:`StateDump`."""
+        assert self.state is not None
+        self.send(sender, StateDump(self.state.version, self.state.to_dict()))
+
+    def receiveMsg_NotReady(self, msg: NotReady, sender: Any) -> None:
+        """A child answered NotReady (it is still recovering): ignored."""
+        log.debug("controller: %s not ready", msg.name)
+
+    def receiveMsg_FrontierReply(self, msg: FrontierReply, sender: Any) -> None:
+        """Replies to the controller's own retention decisions: ignored."""
+        pass  # replies to our own retention wakeups
+
+    # -- supervision ---------------------------------------------------------------------------------
+    def receiveMsg_RegisterChildKind(self, msg: RegisterChildKind, sender: Any) -> None:
+        """Add/replace a child kind → :class:`ChildKindRegistered`."""
+        self._sup.register(msg.kind, msg.class_path, msg.config)
+        self.send(sender, ChildKindRegistered(msg.kind))
+
+    def receiveMsg_ChildLookup(self, msg: ChildLookup, sender: Any) -> None:
+        """Find or start child ``(kind, name)``; reply :class:`ChildAddress` once it is ready."""
+        key = (msg.kind, msg.name)
+        rec = self._sup.children.get(key)
+        if rec is not None and not rec.stopping:
+            if rec.ready:
+                self.send(sender, ChildAddress(msg.kind, msg.name, rec.address, rec.restarts))
+            else:
+                rec.waiters.append(sender)
+            return
+        if not msg.create:
+            self.send(sender, Failure("UNKNOWN_TOPIC_OR_PARTITION", f"no {msg.kind} actor named {msg.name!r}"))
+            return
+        spec = self._sup.kinds.get(msg.kind)
+        if spec is None:
+            self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"unknown child kind {msg.kind!r}"))
+            return
+        address = self._start_child(msg.kind, msg.name)
+        if address is None:
+            self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"cannot start {spec.class_path} for {msg.kind} {msg.name!r}"))
+            return
+        rec = ChildRecord(msg.kind, msg.name, address)
+        rec.waiters.append(sender)
+        self._sup.children[key] = rec
+
+    def _start_child(self, kind: str, name: str) -> Any:
+        spec = self._sup.kinds[kind]
+        try:
+            address = self.createActor(spec.class_path)
+        except Exception:
+            log.exception("controller: cannot create %s", spec.class_path)
+            return None
+        config = dict(self._config)
+        config.update(spec.config)
+        self.send(address, Configure(config, name, self._journal_addr))
+        return address
+
+    def receiveMsg_Configured(self, msg: Configured, sender: Any) -> None:
+        """A child finished recovery: answer the lookups waiting for it."""
+        rec = self._sup.by_address(sender)
+        if rec is None:
+            return
+        rec.ready = True
+        for waiter in rec.waiters:
+            self.send(waiter, ChildAddress(rec.kind, rec.name, rec.address, rec.restarts))
+        rec.waiters.clear()
+
+    def receiveMsg_Failure(self, msg: Failure, sender: Any) -> None:
+        """A child refused its ``Configure``: fail its lookups and stop it (no restart)."""
+        rec = self._sup.by_address(sender)
+        if rec is None:
+            log.info("controller: failure from %s: %s %s", sender, msg.error, msg.message)
+            return
+        if not rec.ready:
+            log.error("controller: child %s/%s failed to configure: %s %s", rec.kind, rec.name, msg.error, msg.message)
+            for waiter in rec.waiters:
+                self.send(waiter, Failure(msg.error, f"{rec.kind} {rec.name!r} failed to start: {msg.message}"))
+            rec.waiters.clear()
+            rec.stopping = True
+            self.send(rec.address, ActorExitRequest())
+
+    def receiveMsg_StopChild(self, msg: StopChild, sender: Any) -> None:
+        """Stop a child on purpose → :class:`ChildStopped` once it exited."""
+        rec = self._sup.children.get((msg.kind, msg.name))
+        if rec is None:
+            self.send(sender, ChildStopped(msg.kind, msg.name))
+            return
+        rec.stopping = True
+        rec.stop_waiters.append(sender)
+        self.send(rec.address, ActorExitRequest())
+
+    def on_child_exited(self, child: Any) -> None:
+        """Remove a child that was stopped, or restart one that exited unasked (within the restart intensity)."""
+        rec = self._sup.by_address(child)
+        if rec is None:
+            return
+        key = (rec.kind, rec.name)
+        if rec.stopping or self._exiting:
+            self._sup.children.pop(key, None)
+            for w in rec.stop_waiters:
+                self.send(w, ChildStopped(rec.kind, rec.name))
+            for w in rec.waiters:
+                self.send(w, Failure("UNKNOWN_SERVER_ERROR", f"{rec.kind} {rec.name!r} exited"))
+            return
+        if not self._sup.may_restart(rec, _now_ms()):
+            log.error("controller: %s %r restarted too often; giving up", rec.kind, rec.name)
+            self._sup.given_up += 1
+            self._sup.children.pop(key, None)
+            for w in rec.waiters:
+                self.send(w, Failure("UNKNOWN_SERVER_ERROR", f"{rec.kind} {rec.name!r} keeps crashing"))
+            return
+        log.warning("controller: %s %r exited unexpectedly; restart #%d", rec.kind, rec.name, rec.restarts)
+        address = self._start_child(rec.kind, rec.name)
+        if address is None:
+            self._sup.children.pop(key, None)
+            for w in rec.waiters:
+                self.send(w, Failure("UNKNOWN_SERVER_ERROR", f"cannot restart {rec.kind} {rec.name!r}"))
+            return
+        rec.previous.append(rec.address)
+        del rec.previous[:-8]
+        rec.address = address
+        rec.ready = False
+
+    def receiveMsg_DeadEnvelope(self, msg: DeadEnvelope, sender: Any) -> None:
+        """A message to an actor that no longer exists. For a supervised child (current or
+        crashed incarnation) it is counted; its restart is driven by ``ChildActorExited``. The
+        envelope has no original sender, so it is not redelivered (senders re-lookup)."""
+        self._dead_letters += 1
+        rec = self._sup.by_any_address(msg.deadAddress)
+        if rec is not None:
+            rec.dead_letters += 1
+            log.warning("controller: dead letter to %s %r (%s): %r", rec.kind, rec.name, msg.deadAddress, msg.deadMessage)
+            return
+        log.info("controller: dead letter to %s: %r", msg.deadAddress, msg.deadMessage)
+
+    def on_poison(self, msg: PoisonMessage, sender: Any) -> None:
+        """A message the controller sent failed twice in its target. A child that cannot handle
+        its ``Configure`` is stopped (no restart) and its lookups fail."""
+        self._poisoned += 1
+        rec = self._sup.by_address(sender)
+        if rec is not None and isinstance(msg.poisonMessage, Configure) and not rec.ready:
+            for waiter in rec.waiters:
+                self.send(waiter, Failure("UNKNOWN_SERVER_ERROR", f"{rec.kind} {rec.name!r} could not handle Configure: {msg.details}"))
+            rec.waiters.clear()
+            rec.stopping = True
+            self.send(rec.address, ActorExitRequest())
+
+    def on_exit(self) -> None:
+        """Snapshot unsaved state before the controller exits (its children exit with it)."""
+        self._exiting = True
+        if self._ready and self.state is not None and self._events_since_snapshot:
+            try:
+                self.save_snapshot()
+            except Exception:
+                log.exception("controller: snapshot on exit failed")

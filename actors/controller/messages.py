@@ -1,0 +1,467 @@
+"""Messages to and from the :class:`~actors.controller.actor.ControllerActor`.
+
+Plain picklable classes (Thespian's multiproc bases pickle every message) built on the shared
+``_Msg`` base (``__slots__``, ``__eq__``, ``__repr__``). Payloads are the pure model's frozen
+dataclasses (:mod:`actors.controller.topics`, :mod:`actors.controller.frontiers`,
+:mod:`actors.controller.state`), which pickle as they are. Errors travel as Kafka error names.
+
+Every request may also be answered with :class:`actors.messages.NotReady` (the controller has not
+finished recovery: COORDINATOR_LOAD_IN_PROGRESS / retriable on the wire) or
+:class:`actors.messages.Failure` (``error``, ``message``) when the event log refused the append
+(``UNKNOWN_SERVER_ERROR``, or ``NOT_CONTROLLER`` when another writer advanced the stream).
+
+=============================  ===================================================================
+request                        reply
+=============================  ===================================================================
+CreateTopicsRequest            CreateTopicsReply(results: list[CreateTopicResult])
+DeleteTopicsRequest            DeleteTopicsReply(results: list[DeleteTopicResult])
+MetadataRequest                MetadataReply(cluster_id, controller_id, brokers, topics)
+DescribeConfigsRequest         DescribeConfigsReply(results: list[ConfigResult])
+IncrementalAlterConfigsRequest IncrementalAlterConfigsReply(results: list[ConfigResult])
+ElectLeadersRequest            PartitionResults(results: list[PartitionResult])
+AlterPartitionRequest          PartitionResults
+BrokerFailedNotice             PartitionResults
+ReadHoldsChange                FrontierReply
+FrontierUpdates                FrontierReply
+FrontierCommand                FrontierReply
+FrontiersRequest               FrontiersReply(frontiers: {collection_id: (since, upper)})
+SubscribeFrontiers             FrontierReply(ok) now; then SinceAdvanced on every since change
+ChildLookup                    ChildAddress once the child answered Configured; Failure otherwise
+RegisterChildKind              ChildKindRegistered
+StopChild                      ChildStopped once it exited
+StateDumpRequest               StateDump(version, state: the JSON-able dict of the evented state)
+StatusRequest                  StatusReply(name, ready, counts)
+=============================  ===================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from actors.messages import _Msg
+
+__all__ = [
+    "AlterPartitionRequest",
+    "BrokerFailedNotice",
+    "ChildAddress",
+    "ChildKindRegistered",
+    "ChildLookup",
+    "ChildStopped",
+    "CreateTopicsReply",
+    "CreateTopicsRequest",
+    "DeleteTopicsReply",
+    "DeleteTopicsRequest",
+    "DescribeConfigsReply",
+    "DescribeConfigsRequest",
+    "ElectLeadersRequest",
+    "FrontierCommand",
+    "FrontierReply",
+    "FrontierUpdates",
+    "FrontiersReply",
+    "FrontiersRequest",
+    "IncrementalAlterConfigsReply",
+    "IncrementalAlterConfigsRequest",
+    "MetadataReply",
+    "MetadataRequest",
+    "PartitionMetadata",
+    "PartitionResults",
+    "ReadHoldsChange",
+    "RegisterChildKind",
+    "SinceAdvanced",
+    "StateDump",
+    "StateDumpRequest",
+    "StopChild",
+    "SubscribeFrontiers",
+    "TopicMetadata",
+]
+
+
+# --- topics and configs ---------------------------------------------------------------------
+
+
+class CreateTopicsRequest(_Msg):
+    """CreateTopics: ``topics`` (:class:`~actors.controller.topics.CreatableTopic`),
+    ``validate_only``. Reply :class:`CreateTopicsReply` (per topic: NONE, TOPIC_ALREADY_EXISTS,
+    INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION,
+    INVALID_REQUEST, INVALID_REPLICA_ASSIGNMENT)."""
+
+    __slots__ = ("topics", "validate_only")
+
+    def __init__(self, topics: Sequence[Any], validate_only: bool = False) -> None:
+        self.topics = list(topics)
+        self.validate_only = validate_only
+
+
+class CreateTopicsReply(_Msg):
+    """Per-topic :class:`~actors.controller.topics.CreateTopicResult`, in request order."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: Sequence[Any]) -> None:
+        self.results = list(results)
+
+
+class DeleteTopicsRequest(_Msg):
+    """DeleteTopics by ``names`` and/or ``topic_ids`` (hex or Kafka base64). Reply
+    :class:`DeleteTopicsReply` (per topic: NONE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID)."""
+
+    __slots__ = ("names", "topic_ids")
+
+    def __init__(self, names: Sequence[str] = (), topic_ids: Sequence[str] = ()) -> None:
+        self.names = list(names)
+        self.topic_ids = list(topic_ids)
+
+
+class DeleteTopicsReply(_Msg):
+    """Per-topic :class:`~actors.controller.topics.DeleteTopicResult`."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: Sequence[Any]) -> None:
+        self.results = list(results)
+
+
+class MetadataRequest(_Msg):
+    """Metadata for ``topics`` (names; ``None`` = all) and/or ``topic_ids``.
+    ``allow_auto_topic_creation``: create missing topics when ``auto.create.topics.enable`` (with
+    ``num.partitions`` and ``default.replication.factor``). Reply :class:`MetadataReply`."""
+
+    __slots__ = ("topics", "allow_auto_topic_creation", "topic_ids")
+
+    def __init__(self, topics: Sequence[str] | None = None, allow_auto_topic_creation: bool = False, topic_ids: Sequence[str] = ()) -> None:
+        self.topics = None if topics is None else list(topics)
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.topic_ids = list(topic_ids)
+
+
+class PartitionMetadata(_Msg):
+    """One partition in a Metadata reply: ``error`` (``"NONE"``/``"LEADER_NOT_AVAILABLE"``),
+    ``partition``, ``leader`` (-1 = none), ``leader_epoch``, ``replicas``, ``isr``,
+    ``offline_replicas``."""
+
+    __slots__ = ("error", "partition", "leader", "leader_epoch", "replicas", "isr", "offline_replicas")
+
+    def __init__(self, error: str, partition: int, leader: int, leader_epoch: int, replicas: Sequence[int], isr: Sequence[int], offline_replicas: Sequence[int] = ()) -> None:
+        self.error = error
+        self.partition = partition
+        self.leader = leader
+        self.leader_epoch = leader_epoch
+        self.replicas = list(replicas)
+        self.isr = list(isr)
+        self.offline_replicas = list(offline_replicas)
+
+
+class TopicMetadata(_Msg):
+    """One topic in a Metadata reply: ``error`` (``"NONE"``, ``"UNKNOWN_TOPIC_OR_PARTITION"``,
+    ``"INVALID_TOPIC_EXCEPTION"``, ``"UNKNOWN_TOPIC_ID"``), ``name``, ``topic_id`` (hex; Kafka
+    base64 in ``topic_id_base64``; ``None`` when unknown), ``is_internal``, ``partitions``."""
+
+    __slots__ = ("error", "name", "topic_id", "topic_id_base64", "is_internal", "partitions")
+
+    def __init__(self, error: str, name: str | None, topic_id: str | None, topic_id_base64: str | None, is_internal: bool, partitions: Sequence[PartitionMetadata]) -> None:
+        self.error = error
+        self.name = name
+        self.topic_id = topic_id
+        self.topic_id_base64 = topic_id_base64
+        self.is_internal = is_internal
+        self.partitions = list(partitions)
+
+
+class MetadataReply(_Msg):
+    """``cluster_id``, ``controller_id`` (node id), ``brokers`` (``(node_id, host, port, rack)``
+    tuples) and ``topics`` (:class:`TopicMetadata`, in request order; sorted by name for all)."""
+
+    __slots__ = ("cluster_id", "controller_id", "brokers", "topics")
+
+    def __init__(self, cluster_id: str, controller_id: int, brokers: Sequence[tuple[int, str, int, str | None]], topics: Sequence[TopicMetadata]) -> None:
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = list(brokers)
+        self.topics = list(topics)
+
+
+class DescribeConfigsRequest(_Msg):
+    """DescribeConfigs: ``resources`` as ``(resource_type, name, keys_or_None)`` with type
+    ``"TOPIC"`` or ``"BROKER"``; ``include_synonyms``. Reply :class:`DescribeConfigsReply`."""
+
+    __slots__ = ("resources", "include_synonyms")
+
+    def __init__(self, resources: Sequence[tuple[str, str, Sequence[str] | None]], include_synonyms: bool = False) -> None:
+        self.resources = [(t, n, None if k is None else list(k)) for t, n, k in resources]
+        self.include_synonyms = include_synonyms
+
+
+class DescribeConfigsReply(_Msg):
+    """Per-resource :class:`~actors.controller.topics.ConfigResult` with ``entries``
+    (:class:`~actors.controller.topics.ConfigEntry`: value, source, synonyms, type)."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: Sequence[Any]) -> None:
+        self.results = list(results)
+
+
+class IncrementalAlterConfigsRequest(_Msg):
+    """IncrementalAlterConfigs: ``resources``
+    (:class:`~actors.controller.topics.AlterConfigResource`), ``validate_only``.
+    Reply :class:`IncrementalAlterConfigsReply`."""
+
+    __slots__ = ("resources", "validate_only")
+
+    def __init__(self, resources: Sequence[Any], validate_only: bool = False) -> None:
+        self.resources = list(resources)
+        self.validate_only = validate_only
+
+
+class IncrementalAlterConfigsReply(_Msg):
+    """Per-resource :class:`~actors.controller.topics.ConfigResult` (``error`` NONE,
+    INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION)."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: Sequence[Any]) -> None:
+        self.results = list(results)
+
+
+# --- partitions -----------------------------------------------------------------------------
+
+
+class ElectLeadersRequest(_Msg):
+    """ElectLeaders: ``partitions`` (``(topic, partition)``; ``None`` = all), ``election``
+    ``"preferred"`` or ``"unclean"``. Reply :class:`PartitionResults`."""
+
+    __slots__ = ("partitions", "election")
+
+    def __init__(self, partitions: Sequence[tuple[str, int]] | None = None, election: str = "preferred") -> None:
+        self.partitions = None if partitions is None else [tuple(p) for p in partitions]
+        self.election = election
+
+
+class AlterPartitionRequest(_Msg):
+    """AlterPartition from a partition leader (``broker_id``) with the epochs it saw and the new
+    ``isr``. Reply :class:`PartitionResults`."""
+
+    __slots__ = ("topic", "partition", "broker_id", "leader_epoch", "partition_epoch", "isr")
+
+    def __init__(self, topic: str, partition: int, broker_id: int, leader_epoch: int, partition_epoch: int, isr: Sequence[int]) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.broker_id = broker_id
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+        self.isr = list(isr)
+
+
+class BrokerFailedNotice(_Msg):
+    """Broker ``broker_id`` was fenced/died (membership). Reply :class:`PartitionResults` for the
+    partitions whose leadership or ISR changed."""
+
+    __slots__ = ("broker_id",)
+
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+
+
+class PartitionResults(_Msg):
+    """Per-partition :class:`~actors.controller.state.PartitionResult`."""
+
+    __slots__ = ("results",)
+
+    def __init__(self, results: Sequence[Any]) -> None:
+        self.results = list(results)
+
+
+# --- frontiers ------------------------------------------------------------------------------
+
+
+class ReadHoldsChange(_Msg):
+    """``holder``'s read-hold deltas ``(collection_id, offset, delta)``. Reply
+    :class:`FrontierReply`; errors CollectionMissing, SinceViolation, NegativeReadCapability,
+    InvalidHolder (never written as events). Holders: ``tiering``, ``replay:<session>``,
+    ``share:<group>`` (applied only with ``share.groups.hold.retention=true``: else
+    ``ignored=True``)."""
+
+    __slots__ = ("holder", "changes")
+
+    def __init__(self, holder: str, changes: Sequence[tuple[str, int, int]]) -> None:
+        self.holder = holder
+        self.changes = [tuple(c) for c in changes]
+
+
+class FrontierUpdates(_Msg):
+    """Upper (high watermark) reports from partition logs: ``(collection_id, upper,
+    segments_or_None)``; ``upper=None`` seals. ``segments``: the closed segments for retention,
+    as :class:`events.controller.SegmentInfo` or plain ``(base_offset, next_offset, size_bytes,
+    max_timestamp_ms)`` tuples. Reply :class:`FrontierReply`."""
+
+    __slots__ = ("updates",)
+
+    def __init__(self, updates: Sequence[tuple[str, int | None, Any]]) -> None:
+        self.updates = [tuple(u) for u in updates]
+
+
+class FrontierCommand(_Msg):
+    """Any :mod:`actors.controller.frontiers` command (``AcquireReadHolds``,
+    ``DowngradeReadHold``, ``ReleaseHolder``, ``SetReadPolicies``, ``DeleteRecords``, ``DropCollections``,
+    ``CreateCollections``, ``EnforceRetention``, ``PrepareExport`` …). Reply
+    :class:`FrontierReply`."""
+
+    __slots__ = ("command",)
+
+    def __init__(self, command: Any) -> None:
+        self.command = command
+
+
+class FrontierReply(_Msg):
+    """Outcome of a frontier command: ``ok``; on refusal ``error`` (model name), ``kafka_error``
+    and ``message``; ``ignored`` for a share hold without the opt-in; ``since_changes``
+    (``(collection_id, old, new)``) it caused."""
+
+    __slots__ = ("ok", "error", "kafka_error", "message", "ignored", "since_changes")
+
+    def __init__(self, ok: bool, error: str | None = None, kafka_error: str | None = None, message: str | None = None, ignored: bool = False, since_changes: Sequence[tuple[str, int | None, int | None]] = ()) -> None:
+        self.ok = ok
+        self.error = error
+        self.kafka_error = kafka_error
+        self.message = message
+        self.ignored = ignored
+        self.since_changes = [tuple(c) for c in since_changes]
+
+
+class FrontiersRequest(_Msg):
+    """Ask ``(since, upper)`` of ``collection_ids`` (``None`` = all). Reply
+    :class:`FrontiersReply`; unknown ids are absent."""
+
+    __slots__ = ("collection_ids",)
+
+    def __init__(self, collection_ids: Sequence[str] | None = None) -> None:
+        self.collection_ids = None if collection_ids is None else list(collection_ids)
+
+
+class FrontiersReply(_Msg):
+    """``frontiers``: collection id → ``(since, upper)`` (``None`` = ``{}``); ``dropped``: ids
+    asked for that were dropped."""
+
+    __slots__ = ("frontiers", "dropped")
+
+    def __init__(self, frontiers: dict[str, tuple[int | None, int | None]], dropped: Sequence[str] = ()) -> None:
+        self.frontiers = dict(frontiers)
+        self.dropped = list(dropped)
+
+
+class SubscribeFrontiers(_Msg):
+    """Subscribe the sender to :class:`SinceAdvanced` for collections whose id starts with
+    ``prefix`` (``""`` = all): the partition log deletes segments, the tiering task deletes local
+    copies, only below the since it is told."""
+
+    __slots__ = ("prefix",)
+
+    def __init__(self, prefix: str = "") -> None:
+        self.prefix = prefix
+
+
+class SinceAdvanced(_Msg):
+    """Notification (Materialize's ``AllowCompaction``): ``collection_id``'s since moved from
+    ``old`` to ``new``; data below ``new`` may be deleted. ``new=None``: dropped, delete all."""
+
+    __slots__ = ("collection_id", "old", "new")
+
+    def __init__(self, collection_id: str, old: int | None, new: int | None) -> None:
+        self.collection_id = collection_id
+        self.old = old
+        self.new = new
+
+
+# --- supervision ----------------------------------------------------------------------------
+
+
+class ChildLookup(_Msg):
+    """Ask for the child of ``kind`` named ``name`` (e.g. ``("share", group_id)``,
+    ``("rlmm", "7")``); ``create``: start it if absent. Reply :class:`ChildAddress` once the child
+    answered ``Configured`` (it has recovered), or ``Failure`` (UNKNOWN_SERVER_ERROR: unknown
+    kind, class not importable, configure failed; UNKNOWN_TOPIC_OR_PARTITION when absent and
+    ``create`` is false)."""
+
+    __slots__ = ("kind", "name", "create")
+
+    def __init__(self, kind: str, name: str, create: bool = True) -> None:
+        self.kind = kind
+        self.name = name
+        self.create = create
+
+
+class ChildAddress(_Msg):
+    """The address of child ``(kind, name)`` and its ``restarts`` so far."""
+
+    __slots__ = ("kind", "name", "address", "restarts")
+
+    def __init__(self, kind: str, name: str, address: Any, restarts: int = 0) -> None:
+        self.kind = kind
+        self.name = name
+        self.address = address
+        self.restarts = restarts
+
+
+class RegisterChildKind(_Msg):
+    """Register (or replace) child kind ``kind``: the actor class by dotted ``class_path``
+    (importable by the Thespian admin process) and extra ``config`` merged into the controller's
+    config for the child's ``Configure``. Reply :class:`ChildKindRegistered`."""
+
+    __slots__ = ("kind", "class_path", "config")
+
+    def __init__(self, kind: str, class_path: str, config: dict[str, Any] | None = None) -> None:
+        self.kind = kind
+        self.class_path = class_path
+        self.config = dict(config or {})
+
+
+class ChildKindRegistered(_Msg):
+    """Reply to :class:`RegisterChildKind`."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+
+class StopChild(_Msg):
+    """Stop child ``(kind, name)`` on purpose (no restart). Reply :class:`ChildStopped` when it
+    has exited (at once if it did not exist)."""
+
+    __slots__ = ("kind", "name")
+
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind = kind
+        self.name = name
+
+
+class ChildStopped(_Msg):
+    """Reply to :class:`StopChild`."""
+
+    __slots__ = ("kind", "name")
+
+    def __init__(self, kind: str, name: str) -> None:
+        self.kind = kind
+        self.name = name
+
+
+# --- audit ------------------------------------------------------------------------------------
+
+
+class StateDumpRequest(_Msg):
+    """Ask for the controller's whole evented state (audit, tests: "survives a restart
+    exactly"). Reply :class:`StateDump`."""
+
+    __slots__ = ()
+
+
+class StateDump(_Msg):
+    """The stream ``version`` folded and ``state``: ``ControllerState.to_dict()`` (topics with ids,
+    partitions, epochs and config overrides; dynamic broker configs; every collection's
+    frontiers, policy, capabilities and holds; dropped ids)."""
+
+    __slots__ = ("version", "state")
+
+    def __init__(self, version: int, state: dict[str, Any]) -> None:
+        self.version = version
+        self.state = state

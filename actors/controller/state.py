@@ -1,0 +1,389 @@
+"""The controller's whole state and its decider (pure): topics + configs + partitions + frontiers.
+
+``decide(state, command, now_ms) -> Decision | Rejected`` and ``evolve(state, event) -> state``
+over :class:`ControllerState`, composing :mod:`actors.controller.topics` (Kafka's metadata rules)
+and :mod:`actors.controller.frontiers` (Materialize's storage collections):
+
+* creating a topic registers one collection per partition (``<topic_id>:<p>``, since ``{0}``,
+  upper ``{0}``, a :class:`~actors.controller.frontiers.Retention` policy from the topic's
+  effective ``retention.ms``/``retention.bytes``/``cleanup.policy``) and, for
+  ``remote.storage.enable=true`` topics, one for the local tier (``<topic_id>:<p>:local``, policy
+  from ``local.retention.ms``/``local.retention.bytes``, ``-2`` meaning "as retention.*");
+* altering retention configs (topic or broker) re-derives those policies, and so does
+  :class:`ReconcilePolicies` at start-up; a policy set by hand (``SetReadPolicies`` with a
+  non-retention policy, e.g. ``LagWrites`` or ``ValidFrom``) is left alone;
+* deleting a topic requests the drop of its collections (they vanish once holds drain);
+* hold commands of holders named ``share:<group>`` are applied only for topics with the Shoal
+  extension ``share.groups.hold.retention=true`` (otherwise ignored: Kafka never lets readers hold
+  retention); releases are always applied.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+from actors.controller import frontiers as fr
+from actors.controller import replication as rep
+from actors.controller import topics as tp
+from events.controller import (
+    BrokerConfigsAltered,
+    CollectionSpec,
+    CollectionsCreated,
+    CollectionsDropRequested,
+    PartitionChanged,
+    PolicyChange,
+    ReadPoliciesSet,
+    TopicConfigsAltered,
+    TopicCreated,
+    TopicDeleted,
+)
+
+__all__ = [
+    "AlterPartition",
+    "BrokerFailed",
+    "ControllerState",
+    "Decision",
+    "ElectLeaders",
+    "PartitionResult",
+    "ReconcilePolicies",
+    "SHARE_HOLDER_PREFIX",
+    "UpdatePartitionLeader",
+    "decide",
+    "evolve",
+    "policies_for_topic",
+]
+
+SHARE_HOLDER_PREFIX = "share:"
+
+
+@dataclass
+class Decision:
+    """What a command decided: ``events`` to append (in order) and the ``reply`` payload (per
+    resource results for batch requests, or ``None``)."""
+
+    events: list[Any]
+    reply: Any = None
+
+
+@dataclass(frozen=True)
+class ReconcilePolicies:
+    """Re-derive every topic collection's read policy from the current effective configs (after
+    a restart with a changed static broker config, e.g. ``log.retention.hours``)."""
+
+
+@dataclass(frozen=True)
+class ElectLeaders:
+    """ElectLeaders for ``partitions`` (``(topic, partition)``; ``None`` = all) with
+    ``election`` ``"preferred"`` or ``"unclean"``; ``live`` brokers (default: all registered)."""
+
+    partitions: tuple[tuple[str, int], ...] | None = None
+    election: str = "preferred"
+    live: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class BrokerFailed:
+    """Broker ``broker_id`` was fenced or died: leaders move, ISRs shrink (R13)."""
+
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class UpdatePartitionLeader:
+    """Set ``topic``/``partition``'s leader with an explicit new ``leader_epoch`` (R11)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True)
+class AlterPartition:
+    """AlterPartition from leader ``broker_id``: the new ``isr`` with the epochs it saw."""
+
+    topic: str
+    partition: int
+    broker_id: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PartitionResult:
+    """Per-partition result of ElectLeaders/AlterPartition/UpdatePartitionLeader."""
+
+    topic: str
+    partition: int
+    error: str = "NONE"
+    message: str | None = None
+    leader: int = -1
+    leader_epoch: int = -1
+
+
+class ControllerState:
+    """Topics (:class:`~actors.controller.topics.TopicsState`) and frontiers
+    (:class:`~actors.controller.frontiers.FrontierState`), folded from the ``controller`` stream.
+    ``version`` is the stream version folded so far."""
+
+    def __init__(self, static_config: Mapping[str, str] | None = None, brokers: Sequence[int] = (1,)) -> None:
+        self.topics = tp.TopicsState(static_config, brokers)
+        self.frontiers = fr.FrontierState()
+        self.version = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The evented state as a JSON-able dict (snapshots; equality after restart)."""
+        return {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict()}
+
+    def load_dict(self, d: Mapping[str, Any], version: int) -> None:
+        """Replace the evented state with a :meth:`to_dict` snapshot folded up to ``version``."""
+        self.topics.load_dict(d["topics"])
+        self.frontiers = fr.FrontierState.from_dict(d["frontiers"])
+        self.version = version
+
+    def collection_topic(self, collection_id: str) -> tp.Topic | None:
+        """The live topic a partition/local collection belongs to (``None`` for others)."""
+        tid = collection_id.split(":", 1)[0]
+        return self.topics.topic_by_id(tid)
+
+
+def policies_for_topic(configs: Mapping[str, str | None]) -> tuple[fr.ReadPolicy, fr.ReadPolicy]:
+    """The read policies a topic's effective configs give ``(partition log, local tier)``:
+    Kafka's retention (``retention.ms``, ``retention.bytes``; deletion only with
+    ``cleanup.policy`` containing ``delete``) and the local-tier retention (``local.retention.*``,
+    ``-2`` = same as ``retention.*``, ``LogConfig.localRetentionMs/Bytes``)."""
+    rms = int(configs["retention.ms"] or -1)
+    rbytes = int(configs["retention.bytes"] or -1)
+    delete = "delete" in str(configs["cleanup.policy"] or "").split(",")
+    lms = int(configs["local.retention.ms"] or -2)
+    lbytes = int(configs["local.retention.bytes"] or -2)
+    local = fr.Retention(rms if lms == -2 else lms, rbytes if lbytes == -2 else lbytes, delete)
+    return fr.Retention(rms, rbytes, delete), local
+
+
+def _topic_collections(state: ControllerState, ev: TopicCreated) -> list[CollectionSpec]:
+    eff = tp.effective_topic_config(state.topics, ev.name, ev.configs)
+    part_policy, local_policy = policies_for_topic(eff)
+    remote = str(eff["remote.storage.enable"]).lower() == "true"
+    specs = []
+    for p in ev.partitions:
+        specs.append(CollectionSpec(fr.partition_collection_id(ev.topic_id, p.partition), 0, 0, part_policy.to_dict(), ()))
+        if remote:
+            specs.append(CollectionSpec(fr.local_collection_id(ev.topic_id, p.partition), 0, 0, local_policy.to_dict(), ()))
+    return specs
+
+
+def _policy_changes(before: ControllerState, after_topics: tp.TopicsState, now_ms: int) -> list[PolicyChange]:
+    """Policies to re-derive after a config change (compares old and new effective configs)."""
+    out: list[PolicyChange] = []
+    cols = before.frontiers.collections
+    for name, topic in after_topics.topics.items():
+        eff = tp.effective_topic_config(after_topics, name)
+        part_policy, local_policy = policies_for_topic(eff)
+        for p in topic.partitions:
+            for cid, pol in (
+                (fr.partition_collection_id(topic.topic_id, p.partition), part_policy),
+                (fr.local_collection_id(topic.topic_id, p.partition), local_policy),
+            ):
+                c = cols.get(cid)
+                if c is None or c.policy == pol or c.implied is None or not isinstance(c.policy, fr.Retention):
+                    continue  # a policy set by hand (SetReadPolicies) is left alone
+                new = pol.frontier(c.upper, c.segments, now_ms)
+                if not fr.frontier_le(c.implied, new):
+                    new = c.implied
+                out.append(PolicyChange(cid, pol.to_dict(), new))
+    return out
+
+
+def _scratch_topics(state: ControllerState, events: Sequence[Any]) -> tp.TopicsState:
+    t = copy.deepcopy(state.topics)
+    for e in events:
+        tp.evolve(t, e)
+    return t
+
+
+def _share_gate(state: ControllerState, holder: str, cids: Sequence[str], positive: bool) -> bool:
+    """True if a share group's hold may be applied to all ``cids``."""
+    if not holder.startswith(SHARE_HOLDER_PREFIX) or not positive:
+        return True
+    for cid in cids:
+        t = state.collection_topic(cid)
+        if t is None:
+            continue  # unknown collection: the frontier decider answers CollectionMissing
+        eff = tp.effective_topic_config(state.topics, t.name)
+        if str(eff["share.groups.hold.retention"]).lower() != "true":
+            return False
+    return True
+
+
+def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejected:
+    """Decide any controller command at ``now_ms``. Topic/config commands answer per resource
+    (``Decision.reply`` holds the results list); frontier commands answer a :class:`Rejected` or a
+    :class:`Decision` (``reply`` ``"IGNORED"`` for a share hold on a topic without
+    ``share.groups.hold.retention``). Never mutates ``state``. Raises ``TypeError`` for an
+    unknown command."""
+    if isinstance(cmd, tp.CreateTopics):
+        events, results = tp.decide_create_topics(state.topics, cmd, now_ms)
+        specs: list[CollectionSpec] = []
+        for ev in events:
+            specs.extend(_topic_collections(state, ev))
+        if specs:
+            events.append(CollectionsCreated(tuple(specs)))
+        return Decision(events, results)
+    if isinstance(cmd, tp.DeleteTopics):
+        events, results = tp.decide_delete_topics(state.topics, cmd, now_ms)
+        drop: list[str] = []
+        for ev in events:
+            prefix = ev.topic_id + ":"
+            drop.extend(cid for cid in state.frontiers.collections if cid.startswith(prefix))
+        if drop:
+            events.append(CollectionsDropRequested(tuple(sorted(drop))))
+        return Decision(events, results)
+    if isinstance(cmd, tp.IncrementalAlterConfigs):
+        events, results = tp.decide_alter_configs(state.topics, cmd, now_ms)
+        if events:
+            changes = _policy_changes(state, _scratch_topics(state, events), now_ms)
+            if changes:
+                events.append(ReadPoliciesSet(tuple(changes), now_ms))
+        return Decision(events, results)
+    if isinstance(cmd, ReconcilePolicies):
+        changes = _policy_changes(state, state.topics, now_ms)
+        return Decision([ReadPoliciesSet(tuple(changes), now_ms)] if changes else [], None)
+    if isinstance(cmd, ElectLeaders):
+        return _decide_elect(state, cmd)
+    if isinstance(cmd, BrokerFailed):
+        return _decide_broker_failed(state, cmd)
+    if isinstance(cmd, UpdatePartitionLeader):
+        return _decide_leader_update(state, cmd)
+    if isinstance(cmd, AlterPartition):
+        return _decide_alter_partition(state, cmd)
+    if isinstance(cmd, fr.ChangeReadHolds):
+        positive = any(d > 0 for _, _, d in cmd.changes)
+        if not _share_gate(state, cmd.holder, [c for c, _, _ in cmd.changes], positive):
+            return Decision([], "IGNORED")
+    elif isinstance(cmd, fr.AcquireReadHolds):
+        if not _share_gate(state, cmd.holder, cmd.collection_ids, True):
+            return Decision([], "IGNORED")
+    elif isinstance(cmd, fr.DowngradeReadHold):
+        if not _share_gate(state, cmd.holder, [cmd.collection_id], cmd.frontier is not None):
+            return Decision([], "IGNORED")
+    res = fr.decide(state.frontiers, cmd, now_ms)
+    if isinstance(res, fr.Rejected):
+        return res
+    return Decision(res, None)
+
+
+def _partition(state: ControllerState, topic: str, partition: int) -> tuple[tp.Topic, tp.Partition] | PartitionResult:
+    t = state.topics.topics.get(topic)
+    if t is None:
+        return PartitionResult(topic, partition, "UNKNOWN_TOPIC_OR_PARTITION", f"No such topic as {topic}")
+    if not 0 <= partition < len(t.partitions):
+        return PartitionResult(topic, partition, "UNKNOWN_TOPIC_OR_PARTITION", f"No such partition as {topic}-{partition}")
+    return t, t.partitions[partition]
+
+
+def _lead(p: tp.Partition) -> rep.PartitionLeadership:
+    return rep.PartitionLeadership(p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch)
+
+
+def _changed(t: tp.Topic, idx: int, new: rep.PartitionLeadership, reason: str) -> PartitionChanged:
+    return PartitionChanged(t.topic_id, idx, new.leader, tuple(new.isr), new.leader_epoch, new.partition_epoch, reason)
+
+
+def _decide_elect(state: ControllerState, cmd: ElectLeaders) -> Decision:
+    live = cmd.live if cmd.live is not None else state.topics.brokers
+    targets = cmd.partitions
+    if targets is None:
+        targets = tuple((n, p.partition) for n, t in sorted(state.topics.topics.items()) for p in t.partitions)
+    events: list[Any] = []
+    results: list[PartitionResult] = []
+    for topic, idx in targets:
+        found = _partition(state, topic, idx)
+        if isinstance(found, PartitionResult):
+            results.append(found)
+            continue
+        t, p = found
+        lead = _lead(p)
+        if cmd.election == "preferred" and lead.leader == lead.preferred_leader:
+            results.append(PartitionResult(topic, idx, "ELECTION_NOT_NEEDED", None, p.leader, p.leader_epoch))
+            continue
+        leader, _unclean = rep.elect_leader(lead, live, "preferred" if cmd.election == "preferred" else "online", cmd.election == "unclean")
+        if cmd.election == "preferred" and leader != lead.preferred_leader:
+            results.append(PartitionResult(topic, idx, "PREFERRED_LEADER_NOT_AVAILABLE", None, p.leader, p.leader_epoch))
+            continue
+        if leader == rep.NO_LEADER:
+            results.append(PartitionResult(topic, idx, "ELIGIBLE_LEADERS_NOT_AVAILABLE", None, p.leader, p.leader_epoch))
+            continue
+        isr = lead.isr if leader in lead.isr else (leader,)
+        new = lead.change(leader=leader, isr=isr)
+        if new is lead:
+            results.append(PartitionResult(topic, idx, "ELECTION_NOT_NEEDED", None, p.leader, p.leader_epoch))
+            continue
+        events.append(_changed(t, idx, new, cmd.election))
+        results.append(PartitionResult(topic, idx, "NONE", None, new.leader, new.leader_epoch))
+    return Decision(events, results)
+
+
+def _decide_broker_failed(state: ControllerState, cmd: BrokerFailed) -> Decision:
+    live = [b for b in state.topics.brokers if b != cmd.broker_id]
+    events: list[Any] = []
+    results: list[PartitionResult] = []
+    for name, t in sorted(state.topics.topics.items()):
+        for p in t.partitions:
+            if cmd.broker_id not in p.replicas:
+                continue
+            lead = _lead(p)
+            new = rep.handle_broker_failure(lead, cmd.broker_id, live)
+            if new is lead:
+                continue
+            events.append(_changed(t, p.partition, new, "broker_failed"))
+            err = "NONE" if new.leader != rep.NO_LEADER else "LEADER_NOT_AVAILABLE"
+            results.append(PartitionResult(name, p.partition, err, None, new.leader, new.leader_epoch))
+    return Decision(events, results)
+
+
+def _decide_leader_update(state: ControllerState, cmd: UpdatePartitionLeader) -> Decision:
+    found = _partition(state, cmd.topic, cmd.partition)
+    if isinstance(found, PartitionResult):
+        return Decision([], [found])
+    t, p = found
+    new, err = rep.update_partition_leader(_lead(p), cmd.leader, cmd.leader_epoch)
+    if err != "NONE":
+        msg = f"Partition {cmd.topic}-{cmd.partition} stale epoch {cmd.leader_epoch} <= current {p.leader_epoch}"
+        return Decision([], [PartitionResult(cmd.topic, cmd.partition, err, msg, p.leader, p.leader_epoch)])
+    return Decision([_changed(t, cmd.partition, new, "leader_update")], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, new.leader, new.leader_epoch)])
+
+
+def _decide_alter_partition(state: ControllerState, cmd: AlterPartition) -> Decision:
+    found = _partition(state, cmd.topic, cmd.partition)
+    if isinstance(found, PartitionResult):
+        return Decision([], [found])
+    t, p = found
+    lead = _lead(p)
+    new, err = rep.alter_partition(lead, cmd.broker_id, cmd.leader_epoch, cmd.partition_epoch, cmd.isr, state.topics.brokers)
+    if err != "NONE":
+        return Decision([], [PartitionResult(cmd.topic, cmd.partition, err, None, p.leader, p.leader_epoch)])
+    if new is lead:
+        return Decision([], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, p.leader, p.leader_epoch)])
+    reason = "isr_expand" if len(new.isr) > len(lead.isr) else "isr_shrink"
+    return Decision([_changed(t, cmd.partition, new, reason)], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, new.leader, new.leader_epoch)])
+
+
+_TOPIC_EVENTS = (TopicCreated, TopicDeleted, TopicConfigsAltered, BrokerConfigsAltered, PartitionChanged)
+
+
+def evolve(state: ControllerState, event: Any) -> ControllerState:
+    """Apply ``event`` in place (topics or frontiers) and return ``state``."""
+    apply(state, event)
+    return state
+
+
+def apply(state: ControllerState, event: Any) -> list[fr.SinceChange]:
+    """Apply ``event`` in place; returns the since changes it caused (compaction signals)."""
+    if isinstance(event, _TOPIC_EVENTS):
+        tp.evolve(state.topics, event)
+        return []
+    return state.frontiers.apply(event)

@@ -1,0 +1,1 @@
+"""Tests of the controller domain (pure model, actor, supervision)."""
