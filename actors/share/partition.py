@@ -1,0 +1,1366 @@
+"""The share-partition state machine (KIP-932), pure: Kafka's ``SharePartition`` without threads,
+timers, futures or a persister.
+
+One :class:`SharePartition` per (group id, topic id, partition). It keeps the in-flight records as
+Kafka does, in a sorted cache of :class:`InFlightBatch` offset ranges, each either one batch state
+or — once a request touches part of it — exploded into per-offset states (one-way, as Kafka's
+``InFlightBatch.maybeInitializeOffsetStateUpdate``). A 500-record acquire followed by a whole-batch
+ACCEPT therefore costs O(number of batches), not O(records).
+
+**Deciders and evolve.** Every state change is a *decision* that returns events
+(:mod:`events.share`) without touching the state, and :meth:`SharePartition.apply` (``evolve``)
+that applies one event. The actor persists the events first, then applies them::
+
+    events, acquired = sp.decide_acquire(member, fetched, max_records, now_ms, lock_ms)
+    journal.append(events)            # durable first
+    for ev in events: sp.apply(ev)    # then evolve
+    reply(acquired)
+
+A decision that fails raises :class:`actors.share.errors.ShareError` and returns no event, so a
+failed request leaves no trace (Kafka's all-or-nothing acknowledge). A decision that changes
+nothing returns ``[]``. Each request yields at most one event per partition. Events carry ranges
+and absolute lock deadlines; ``apply`` re-runs Kafka's deterministic rules on them, so
+:func:`replay` of the events rebuilds exactly the live state (compare with
+:meth:`SharePartition.snapshot`). Time is always an argument (``now_ms``); nothing here reads a
+clock. The convenience methods (:meth:`SharePartition.acquire`, :meth:`~SharePartition.acknowledge`,
+…) decide and apply in one call and return the events too.
+
+Semantics follow Apache Kafka's ``core/src/main/java/kafka/server/share/SharePartition.java`` (see
+``shared/reference/kip932-share-groups.md`` §3) with these Kafka 4.x/4.2 behaviours: acknowledge
+type RENEW (4) restarts a lock (KIP-1222); the empty member id is ``""``; an acquisition is capped by
+the in-flight capacity (``lastOffsetAndMaxRecordsToAcquire``); AVAILABLE records compacted out of
+the log are archived at the next fetch (``maybeArchiveStaleBatches``); an acknowledgement range
+ending in a hole after the cached batches is INVALID_REQUEST; release on session close may
+decrement the delivery count (``DeliveryCountOps.DECREASE``, opt-in, see
+:meth:`SharePartition.decide_release_member`). Not modelled: the persister read-gap window of a
+partition initialised from a state with holes, throttled / isolated delivery near the delivery
+limit (KAFKA-17541), the ``record_limit`` acquire mode (KIP-1206), transactional filtering.
+``BatchSize`` splitting of new acquisitions (``createBatches``) is modelled (``batch_size``).
+
+Deliberate deviations, all to keep the invariants the rest of Shoal relies on:
+
+* the share-partition start and end offsets never move backwards (Kafka can move them back when
+  records left ACQUIRED below an LSO-moved start offset are archived later);
+* a new in-flight batch never starts below the start offset;
+* a request that acknowledges the same offset twice fails with INVALID_RECORD_STATE whatever the
+  types (Kafka does so too, through its in-flight transition check);
+* a non-exploded ACQUIRED batch straddling the start offset is exploded when its lock times out, so
+  the part below the start offset is archived (as ``releaseAcquiredRecords`` does);
+* persistence failures: nothing is applied before its event is durable, so Kafka's "a lock timeout
+  stands even if the state write fails" becomes "the actor re-decides the same expiry and retries".
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Callable, Iterable, Optional, Sequence
+
+from actors.share.errors import INVALID_RECORD_STATE, INVALID_REQUEST, ShareError
+from events.base import DomainEvent
+from events.share import (
+    AcquisitionLocksExpired,
+    LogStartOffsetMoved,
+    MemberRecordsReleased,
+    RecordsAcknowledged,
+    RecordsAcquired,
+    ShareFetchProcessed,
+    SharePartitionInitialized,
+)
+
+__all__ = [
+    "DEFAULT_DELIVERY_COUNT_LIMIT",
+    "DEFAULT_MAX_IN_FLIGHT_RECORDS",
+    "EMPTY_MEMBER_ID",
+    "AcknowledgeType",
+    "AcquiredRecords",
+    "InFlightBatch",
+    "InFlightState",
+    "RecordState",
+    "SharePartition",
+    "ShareFetchDecision",
+    "evolve",
+    "replay",
+    "resolve_auto_offset_reset",
+    "validate_acknowledgement_batches",
+    "validate_transition",
+]
+
+#: The member id of a record no member holds (Kafka 4.x ``SharePartition.EMPTY_MEMBER_ID``; the
+#: late-2024 tree used ``Uuid.ZERO_UUID.toString()``).
+EMPTY_MEMBER_ID = ""
+#: ``group.share.delivery.count.limit`` default (range [2, 10]).
+DEFAULT_DELIVERY_COUNT_LIMIT = 5
+#: ``group.share.partition.max.record.locks`` default (range [100, 10000]).
+DEFAULT_MAX_IN_FLIGHT_RECORDS = 200
+
+
+class RecordState(IntEnum):
+    """Kafka's record states with their wire / disk ids (``SharePartition.RecordState``)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(IntEnum):
+    """Kafka's acknowledge types (``AcknowledgeType``; RENEW since Kafka 4.2 / ShareAcknowledge v2)."""
+
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+_AVAILABLE = 0
+_ACQUIRED = 1
+_ACKNOWLEDGED = 2
+_ARCHIVED = 4
+_RENEW = 4
+_VALID_ACK_TYPES = frozenset((0, 1, 2, 3, 4))
+
+
+def validate_transition(old: RecordState, new: RecordState) -> RecordState:
+    """Kafka's ``RecordState.validateTransition``: returns ``new`` if ``old → new`` is allowed.
+
+    Allowed: AVAILABLE→ACQUIRED, ACQUIRED→AVAILABLE/ACKNOWLEDGED/ARCHIVED. Raises ``ValueError``
+    (Kafka: IllegalStateException) for X→X, anything out of ACKNOWLEDGED/ARCHIVED, and
+    AVAILABLE→anything but ACQUIRED.
+    """
+    if old == new:
+        raise ValueError(f"the state transition is invalid as the new state is the same as the current state: {old.name}")
+    if old in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED):
+        raise ValueError(f"the state transition is invalid from the current state: {old.name}")
+    if old == RecordState.AVAILABLE and new != RecordState.ACQUIRED:
+        raise ValueError("the state can only be transitioned to ACQUIRED from AVAILABLE")
+    return new
+
+
+def validate_acknowledgement_batches(batches: Sequence[tuple[int, int, Sequence[int]]]) -> Optional[str]:
+    """Kafka's request-level check of one partition's acknowledgement batches
+    (``KafkaApis.validateAcknowledgementBatches``), for the wire layer / actor.
+
+    Returns ``None`` when valid, else the reason (the partition's error is then INVALID_REQUEST):
+    ``first > last``; ``first`` < the previous batch's ``last`` (strictly: a one-offset overlap
+    passes here and fails later with INVALID_RECORD_STATE); no types; several types whose count is
+    not ``last - first + 1``; a type outside 0..4 (RENEW=4 is Kafka 4.2).
+    """
+    prev_last = None
+    for first, last, types in batches:
+        if first > last:
+            return "First offset of acknowledgement batch is greater than its last offset."
+        if prev_last is not None and first < prev_last:
+            return "Acknowledgement batches must not overlap."
+        if not types:
+            return "Acknowledge types must not be empty."
+        if len(types) > 1 and last - first != len(types) - 1:
+            return "Acknowledge types must be a single type or one per offset."
+        for t in types:
+            if t not in _VALID_ACK_TYPES:
+                return f"Invalid acknowledge type: {t}."
+        prev_last = last
+    return None
+
+
+class InFlightState:
+    """The state of one offset of an exploded batch: ``state`` (int id of :class:`RecordState`),
+    ``delivery_count``, ``member_id`` (``EMPTY_MEMBER_ID`` unless ACQUIRED) and ``deadline_ms``
+    (absolute ms of the acquisition-lock expiry, ``None`` unless ACQUIRED).
+    (Kafka ``InFlightState``; the timer task becomes an absolute deadline.)"""
+
+    __slots__ = ("state", "delivery_count", "member_id", "deadline_ms")
+
+    def __init__(self, state: int, delivery_count: int, member_id: str, deadline_ms: Optional[int]) -> None:
+        self.state = state
+        self.delivery_count = delivery_count
+        self.member_id = member_id
+        self.deadline_ms = deadline_ms
+
+    def as_tuple(self) -> tuple[int, int, str, Optional[int]]:
+        """``(state, delivery_count, member_id, deadline_ms)``."""
+        return (self.state, self.delivery_count, self.member_id, self.deadline_ms)
+
+    def __repr__(self) -> str:
+        return f"InFlightState({RecordState(self.state).name}, dc={self.delivery_count}, member={self.member_id!r}, deadline={self.deadline_ms})"
+
+
+class InFlightBatch(InFlightState):
+    """A cached in-flight range ``[first_offset, last_offset]`` (both inclusive). While
+    ``offset_state`` is ``None`` the inherited batch fields describe every offset; once exploded,
+    ``offset_state`` maps each offset to its :class:`InFlightState` and the batch fields are stale.
+    (Kafka ``InFlightBatch``.)"""
+
+    __slots__ = ("first_offset", "last_offset", "offset_state")
+
+    def __init__(
+        self, first_offset: int, last_offset: int, state: int, delivery_count: int, member_id: str, deadline_ms: Optional[int]
+    ) -> None:
+        InFlightState.__init__(self, state, delivery_count, member_id, deadline_ms)
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.offset_state: Optional[dict[int, InFlightState]] = None
+
+    def explode(self) -> dict[int, InFlightState]:
+        """Split into per-offset states (idempotent); each offset copies the batch state, lock
+        deadline included (Kafka re-splits the timer with the remaining delay)."""
+        os_ = self.offset_state
+        if os_ is None:
+            st, dc, mem, dl = self.state, self.delivery_count, self.member_id, self.deadline_ms
+            os_ = {o: InFlightState(st, dc, mem, dl) for o in range(self.first_offset, self.last_offset + 1)}
+            self.offset_state = os_
+        return os_
+
+    def copy(self) -> "InFlightBatch":
+        """An independent copy (per-offset states copied too)."""
+        c = InFlightBatch(self.first_offset, self.last_offset, self.state, self.delivery_count, self.member_id, self.deadline_ms)
+        if self.offset_state is not None:
+            c.offset_state = {o: InFlightState(s.state, s.delivery_count, s.member_id, s.deadline_ms) for o, s in self.offset_state.items()}
+        return c
+
+    def as_tuple(self):  # type: ignore[override]
+        """``(first, last, batch state tuple | None, per-offset tuples | None)``."""
+        if self.offset_state is None:
+            return (self.first_offset, self.last_offset, InFlightState.as_tuple(self), None)
+        return (self.first_offset, self.last_offset, None, tuple((o, s.as_tuple()) for o, s in self.offset_state.items()))
+
+    def __repr__(self) -> str:
+        if self.offset_state is None:
+            return f"InFlightBatch({self.first_offset}-{self.last_offset}, {InFlightState.__repr__(self)})"
+        return f"InFlightBatch({self.first_offset}-{self.last_offset}, exploded)"
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRecords:
+    """One entry of a ShareFetch response's ``AcquiredRecords``: ``[first_offset, last_offset]``
+    (inclusive) delivered with ``delivery_count``."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchDecision:
+    """What :meth:`SharePartition.decide_share_fetch` decided for one partition of a ShareFetch:
+    ``events`` (``[ShareFetchProcessed]`` or ``[]``), the ``acquired`` records for the response,
+    and the acknowledgements' outcome: ``ack_error`` is ``None`` when they succeeded (or there were
+    none), else the :class:`ShareError` to report as the partition's ``AcknowledgeErrorCode``
+    (the fetch part still proceeds, as in Kafka)."""
+
+    events: list
+    acquired: list
+    ack_error: Optional[ShareError]
+    fetch_offset: Optional[int]
+
+
+def _runs(offsets: Iterable[int]) -> list[tuple[int, int]]:
+    """Contiguous runs of ascending offsets as inclusive ranges."""
+    out: list[tuple[int, int]] = []
+    for o in offsets:
+        if out and out[-1][1] + 1 == o:
+            out[-1] = (out[-1][0], o)
+        else:
+            out.append((o, o))
+    return out
+
+
+class SharePartition:
+    """Kafka's ``SharePartition`` for (``group_id``, ``topic_id``, ``partition``), pure.
+
+    ``topic_id`` is kept as given (the group's events use Kafka's base64 Uuid string; canonical
+    UUID text works too) and copied into every event.
+    Construct it in Kafka's test-builder state (ACTIVE, start = end = 0, empty cache, like a
+    partition initialised with the no-op persister) or apply a :class:`SharePartitionInitialized`
+    (see :meth:`decide_initialize`). ``delivery_count_limit`` is ``group.share.delivery.count.limit``
+    (default 5, Kafka range [2, 10]); ``max_in_flight_records`` is
+    ``group.share.partition.max.record.locks`` (default 200, range [100, 10000]) — the model
+    accepts any positive values so tests can use Kafka's smaller test settings.
+
+    Public state (read it, never assign it): ``start_offset`` (SPSO), ``end_offset`` (SPEO),
+    ``state_epoch``, ``delivery_count_limit``, ``max_in_flight_records``; queries
+    :meth:`next_fetch_offset`, :meth:`can_acquire_records`, :meth:`next_lock_deadline_ms`,
+    :meth:`record_state`, :meth:`cached_batches`, :meth:`snapshot`.
+    """
+
+    __slots__ = (
+        "group_id",
+        "topic_id",
+        "partition",
+        "delivery_count_limit",
+        "max_in_flight_records",
+        "start_offset",
+        "end_offset",
+        "state_epoch",
+        "find_next_fetch_offset",
+        "_batches",
+        "_firsts",
+    )
+
+    def __init__(
+        self,
+        group_id: str,
+        topic_id: str,
+        partition: int,
+        *,
+        delivery_count_limit: int = DEFAULT_DELIVERY_COUNT_LIMIT,
+        max_in_flight_records: int = DEFAULT_MAX_IN_FLIGHT_RECORDS,
+    ) -> None:
+        if delivery_count_limit < 1 or max_in_flight_records < 1:
+            raise ValueError("delivery_count_limit and max_in_flight_records must be >= 1")
+        self.group_id = group_id
+        self.topic_id = str(topic_id)
+        self.partition = partition
+        self.delivery_count_limit = delivery_count_limit
+        self.max_in_flight_records = max_in_flight_records
+        self.start_offset = 0
+        self.end_offset = 0
+        self.state_epoch = 0
+        self.find_next_fetch_offset = False
+        self._batches: list[InFlightBatch] = []
+        self._firsts: list[int] = []
+
+    # ------------------------------------------------------------------ queries
+
+    def next_fetch_offset(self) -> int:
+        """The log offset the next fetch for this share-partition should start at (Kafka
+        ``nextFetchOffset``): the first AVAILABLE offset in the cache when records were released or
+        timed out, else ``end_offset + 1`` — or ``end_offset`` when the cache is empty or the start
+        offset has moved past it. Pure (Kafka clears its flag here; the result is the same)."""
+        batches = self._batches
+        if not batches or self.start_offset > batches[-1].last_offset:
+            return self.end_offset
+        if self.find_next_fetch_offset:
+            for b in batches:
+                os_ = b.offset_state
+                if os_ is None:
+                    if b.state == _AVAILABLE:
+                        return b.first_offset
+                else:
+                    for o, s in os_.items():
+                        if s.state == _AVAILABLE:
+                            return o
+        return self.end_offset + 1
+
+    def can_acquire_records(self) -> bool:
+        """Kafka ``canAcquireRecords``: re-delivery inside the cache is always allowed; otherwise
+        the in-flight span ``end - start + 1`` must be below ``max_in_flight_records``. One fetch
+        may still overshoot the limit (Kafka checks before fetching)."""
+        if self.next_fetch_offset() != self.end_offset + 1:
+            return True
+        in_flight = 0 if not self._batches else self.end_offset - self.start_offset + 1
+        return in_flight < self.max_in_flight_records
+
+    def next_lock_deadline_ms(self) -> Optional[int]:
+        """The earliest acquisition-lock deadline (absolute ms) of any ACQUIRED record, ``None``
+        when nothing is acquired: when the actor should next call :meth:`decide_expire_locks`."""
+        best: Optional[int] = None
+        for b in self._batches:
+            os_ = b.offset_state
+            if os_ is None:
+                if b.state == _ACQUIRED and (best is None or b.deadline_ms < best):  # type: ignore[operator]
+                    best = b.deadline_ms
+            else:
+                for s in os_.values():
+                    if s.state == _ACQUIRED and (best is None or s.deadline_ms < best):  # type: ignore[operator]
+                        best = s.deadline_ms
+        return best
+
+    def record_state(self, offset: int) -> Optional[tuple[RecordState, int, str, Optional[int]]]:
+        """``(state, delivery_count, member_id, deadline_ms)`` of a cached offset, ``None`` if the
+        offset is not cached."""
+        i = bisect_right(self._firsts, offset) - 1
+        if i < 0:
+            return None
+        b = self._batches[i]
+        if offset > b.last_offset:
+            return None
+        s = b if b.offset_state is None else b.offset_state[offset]
+        return (RecordState(s.state), s.delivery_count, s.member_id, s.deadline_ms)
+
+    def cached_batches(self) -> list[InFlightBatch]:
+        """The cache in offset order (the live objects: do not mutate them)."""
+        return list(self._batches)
+
+    def in_flight_count(self) -> int:
+        """Number of ACQUIRED records (an O(batches) scan)."""
+        n = 0
+        for b in self._batches:
+            if b.offset_state is None:
+                if b.state == _ACQUIRED:
+                    n += b.last_offset - b.first_offset + 1
+            else:
+                n += sum(1 for s in b.offset_state.values() if s.state == _ACQUIRED)
+        return n
+
+    def snapshot(self) -> tuple:
+        """A hashable, comparable value of the whole state (config, offsets, epoch, flag, cache):
+        ``replay(events) .snapshot() == live.snapshot()`` is the replay-equality check."""
+        return (
+            self.group_id,
+            self.topic_id,
+            self.partition,
+            self.delivery_count_limit,
+            self.max_in_flight_records,
+            self.start_offset,
+            self.end_offset,
+            self.state_epoch,
+            self.find_next_fetch_offset,
+            tuple(b.as_tuple() for b in self._batches),
+        )
+
+    @classmethod
+    def from_snapshot(cls, snap: Sequence) -> "SharePartition":
+        """Rebuild a partition from :meth:`snapshot`'s value (also after a JSON round trip, where
+        tuples became lists): the inverse of ``snapshot()``, for the actor's state snapshots.
+        Raises ``ValueError`` on a malformed value."""
+        try:
+            group_id, topic_id, partition, dcl, mif, start, end, epoch, flag, batches = snap
+            sp = cls(group_id, topic_id, int(partition), delivery_count_limit=int(dcl), max_in_flight_records=int(mif))
+            sp.start_offset, sp.end_offset, sp.state_epoch, sp.find_next_fetch_offset = int(start), int(end), int(epoch), bool(flag)
+            for first, last, bstate, offsets in batches:
+                if offsets is None:
+                    st_, dc, mem, dl = bstate
+                    b = InFlightBatch(int(first), int(last), int(st_), int(dc), str(mem), None if dl is None else int(dl))
+                else:
+                    b = InFlightBatch(int(first), int(last), _AVAILABLE, 0, EMPTY_MEMBER_ID, None)
+                    b.offset_state = {
+                        int(o): InFlightState(int(st_), int(dc), str(mem), None if dl is None else int(dl))
+                        for o, (st_, dc, mem, dl) in offsets
+                    }
+                    if sorted(b.offset_state) != list(range(b.first_offset, b.last_offset + 1)):
+                        raise ValueError(f"exploded batch {first}-{last} does not cover its offsets")
+                if sp._firsts and b.first_offset <= sp._batches[-1].last_offset:
+                    raise ValueError("batches overlap or are out of order")
+                sp._batches.append(b)
+                sp._firsts.append(b.first_offset)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"not a SharePartition snapshot: {exc}") from exc
+        return sp
+
+    def state_batches(self) -> list[tuple[int, int, int, int]]:
+        """The cache as Kafka's persister state batches ``(first, last, state, delivery count)``,
+        contiguous equal runs merged. ACQUIRED records are written as AVAILABLE with the delivery
+        count they had before this acquisition: Kafka never persists an acquisition (only the
+        acknowledgement, release or timeout that ends it), so after a restart the in-flight
+        delivery did not happen. For the share coordinator's write."""
+        out: list[list[int]] = []
+
+        def add(first: int, last: int, state: int, dc: int) -> None:
+            if state == _ACQUIRED:
+                state = _AVAILABLE
+                dc = max(dc - 1, 0)
+            if out and out[-1][1] + 1 == first and out[-1][2] == state and out[-1][3] == dc:
+                out[-1][1] = last
+            else:
+                out.append([first, last, state, dc])
+
+        for b in self._batches:
+            if b.offset_state is None:
+                add(b.first_offset, b.last_offset, b.state, b.delivery_count)
+            else:
+                for o, s in b.offset_state.items():
+                    add(o, o, s.state, s.delivery_count)
+        return [tuple(x) for x in out]  # type: ignore[misc]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SharePartition) and self.snapshot() == other.snapshot()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"SharePartition({self.group_id}:{self.topic_id}:{self.partition}, start={self.start_offset}, "
+            f"end={self.end_offset}, batches={self._batches!r})"
+        )
+
+    # ------------------------------------------------------------------ helpers
+
+    def _floor_index(self, offset: int) -> int:
+        return bisect_right(self._firsts, offset) - 1
+
+    def _ids(self) -> tuple[str, str, int]:
+        return (self.group_id, self.topic_id, self.partition)
+
+    # ------------------------------------------------------------------ deciders
+
+    def decide_initialize(
+        self, start_offset: int, state_epoch: int = 0, state_batches: Sequence[tuple[int, int, int, int]] = ()
+    ) -> list[DomainEvent]:
+        """Decide the (re)initialisation from the share coordinator's read (Kafka ``maybeInitialize``).
+
+        ``start_offset`` ≥ 0 is the persisted SPSO or — when the coordinator had none (-1) — the
+        offset the caller resolved with ``share.auto.offset.reset`` (earliest → log start offset,
+        latest → log end offset, by_duration → the offset for ``now - duration``; see
+        :func:`resolve_auto_offset_reset`). ``state_batches`` are ``(first, last, state, delivery
+        count)`` with state 0/2/4 (1 ACQUIRED is read as AVAILABLE), ascending, non-overlapping;
+        an AVAILABLE batch already at the delivery-count limit is initialised ARCHIVED (so the
+        limit holds even after it was lowered).
+        Returns ``[SharePartitionInitialized]``. Raises ``ShareError(INVALID_REQUEST)`` for a
+        negative start offset, a batch below the start offset (Kafka fails the partition with
+        IllegalStateException), overlapping batches or an unknown state.
+        """
+        if start_offset < 0:
+            raise ShareError(INVALID_REQUEST, f"start offset {start_offset} must be resolved (>= 0) before initialisation")
+        batches: list[tuple[int, int, int, int]] = []
+        prev_last = None
+        for first, last, state, dc in state_batches:
+            if first > last or first < start_offset or (prev_last is not None and first <= prev_last):
+                raise ShareError(
+                    INVALID_REQUEST, f"invalid persisted state batch {first}-{last} for start offset {start_offset}"
+                )
+            if state not in (_AVAILABLE, _ACQUIRED, _ACKNOWLEDGED, _ARCHIVED) or dc < 0:
+                raise ShareError(INVALID_REQUEST, f"invalid persisted state {state} / delivery count {dc}")
+            state = _AVAILABLE if state == _ACQUIRED else int(state)
+            if state == _AVAILABLE and dc >= self.delivery_count_limit:
+                state = _ARCHIVED  # delivered as often as allowed (e.g. the limit was lowered)
+            batches.append((int(first), int(last), state, int(dc)))
+            prev_last = last
+        return [
+            SharePartitionInitialized(
+                *self._ids(),
+                start_offset=start_offset,
+                state_epoch=state_epoch,
+                delivery_count_limit=self.delivery_count_limit,
+                max_in_flight_records=self.max_in_flight_records,
+                state_batches=tuple(batches),
+            )
+        ]
+
+    def decide_acquire(
+        self,
+        member_id: str,
+        fetched_batches: Sequence[tuple[int, int]],
+        max_records: int,
+        now_ms: int,
+        lock_duration_ms: int,
+        fetch_offset: Optional[int] = None,
+        batch_size: Optional[int] = None,
+    ) -> tuple[list[DomainEvent], list[AcquiredRecords]]:
+        """Decide which records ``member_id`` acquires from the log batches just read (Kafka ``acquire``).
+
+        ``fetched_batches`` are the log's record batches ``(base_offset, last_offset)`` (inclusive,
+        ascending) read from :meth:`next_fetch_offset`; offsets without records inside a batch
+        (compaction, control records) are acquired and counted too — the client acknowledges them
+        with GAP. ``max_records`` is the soft limit (``MaxRecords`` / ``share.fetch.max.fetch.records``):
+        a new in-flight batch is cut at the end of the *log batch* containing the limit, so it may
+        deliver more. ``lock_duration_ms`` is ``share.record.lock.duration.ms`` (group config) or
+        ``group.share.record.lock.duration.ms``; locks expire at ``now_ms + lock_duration_ms``.
+
+        The number acquired is also capped by the in-flight capacity
+        (``max_in_flight_records - (end - start + 1)``, Kafka 4.2); when that is exhausted only
+        re-deliveries inside the cache, up to the end offset, are acquired. ``fetch_offset`` is
+        the offset the log was read from (default :meth:`next_fetch_offset`): AVAILABLE cached
+        records between it and the first fetched batch no longer exist in the log (compaction)
+        and are archived (Kafka 4.2 ``maybeArchiveStaleBatches``). ``batch_size`` is ShareFetch
+        v1+'s ``BatchSize``: new records are split into in-flight batches of about that many records
+        at log-batch boundaries (Kafka 4.2 ``createBatches``, batch-optimized mode); ``None``: one
+        in-flight batch per acquisition.
+
+        Returns ``(events, acquired)``: ``[RecordsAcquired]`` (or ``[]`` when nothing could be
+        acquired — ``max_records <= 0``, no batches, no capacity, nothing AVAILABLE) and the
+        response's ``AcquiredRecords`` with the new delivery counts. Never raises.
+        """
+        if max_records <= 0 or not fetched_batches:
+            return [], []
+        req_first = fetched_batches[0][0]
+        req_last = fetched_batches[-1][1]
+        batches = self._batches
+        firsts = self._firsts
+        # Kafka 4.2 lastOffsetAndMaxRecordsToAcquire: never acquire past the in-flight capacity,
+        # except re-deliveries inside the cache (then up to the end offset only).
+        end = self.end_offset
+        in_flight = end - self.start_offset + 1 if batches else 0
+        cap = min(max_records, self.max_in_flight_records - in_flight)
+        if cap <= 0:
+            fetch_offset = self.next_fetch_offset()
+            if fetch_offset > end:
+                return [], []
+            cap = min(max_records, end - fetch_offset + 1)
+            req_last = min(req_last, end)
+            if req_last < req_first:
+                return [], []
+        max_records = cap
+        i = bisect_right(firsts, req_first) - 1
+        if i >= 0 and batches[i].last_offset >= req_first:
+            lo = i
+        else:
+            lo = i + 1
+        hi = bisect_right(firsts, req_last)
+        ranges: list[tuple[int, int]] = []
+        acquired: list[AcquiredRecords] = []
+        if lo >= hi:
+            first = req_first
+            if not batches and self.end_offset > first:
+                first = self.end_offset
+            # never hand out records below the start offset (Kafka can, after an LSO move)
+            first = max(first, self.start_offset)
+            self._new_batch(fetched_batches, first, req_last, max_records, ranges, acquired, batch_size)
+        else:
+            count = 0
+            for b in batches[lo:hi]:
+                if count >= max_records:
+                    break
+                os_ = b.offset_state
+                if os_ is None and b.first_offset >= req_first and b.last_offset <= req_last:
+                    if b.state == _AVAILABLE:
+                        ranges.append((b.first_offset, b.last_offset))
+                        acquired.append(AcquiredRecords(b.first_offset, b.last_offset, b.delivery_count + 1))
+                        count += b.last_offset - b.first_offset + 1
+                    continue
+                if os_ is None:
+                    if b.state != _AVAILABLE:
+                        continue
+                    f = max(b.first_offset, req_first)
+                    l_ = min(b.last_offset, req_last)
+                    if f <= l_:
+                        ranges.append((f, l_))
+                        acquired.append(AcquiredRecords(f, l_, b.delivery_count + 1))
+                        count += l_ - f + 1
+                    continue
+                avail = [
+                    o for o in range(max(b.first_offset, req_first), min(b.last_offset, req_last) + 1) if os_[o].state == _AVAILABLE
+                ]
+                count += len(avail)
+                ranges.extend(_runs(avail))
+                for o in avail:  # the response: contiguous runs with equal (new) delivery counts
+                    dc = os_[o].delivery_count + 1
+                    if acquired and acquired[-1].last_offset + 1 == o and acquired[-1].delivery_count == dc and acquired[-1].first_offset >= b.first_offset:
+                        acquired[-1] = AcquiredRecords(acquired[-1].first_offset, o, dc)
+                    else:
+                        acquired.append(AcquiredRecords(o, o, dc))
+            last_cached = batches[hi - 1].last_offset
+            if count < max_records and req_last > last_cached:
+                self._new_batch(
+                    fetched_batches,
+                    max(last_cached + 1, self.start_offset),
+                    req_last,
+                    max_records - count,
+                    ranges,
+                    acquired,
+                    batch_size,
+                )
+        stale: tuple[tuple[int, int], ...] = ()
+        if batches:
+            fo = self.next_fetch_offset() if fetch_offset is None else fetch_offset
+            if fo < req_first:
+                stale = self._stale_available_ranges(fo, req_first - 1)
+        if not ranges and not stale:
+            return [], []
+        return [
+            RecordsAcquired(
+                *self._ids(),
+                member_id=member_id,
+                ranges=tuple(ranges),
+                lock_deadline_ms=now_ms + lock_duration_ms,
+                stale_ranges=stale,
+            )
+        ], acquired
+
+    def _stale_available_ranges(self, first: int, last: int) -> tuple[tuple[int, int], ...]:
+        """AVAILABLE runs within [first, last], per cached batch (never merged across batches)."""
+        out: list[tuple[int, int]] = []
+        batches = self._batches
+        i = bisect_right(self._firsts, first) - 1
+        if i < 0 or batches[i].last_offset < first:
+            i += 1
+        while i < len(batches) and batches[i].first_offset <= last:
+            b = batches[i]
+            f, l_ = max(b.first_offset, first), min(b.last_offset, last)
+            if b.offset_state is None:
+                if b.state == _AVAILABLE:
+                    out.append((f, l_))
+            else:
+                out.extend(_runs(o for o in range(f, l_ + 1) if b.offset_state[o].state == _AVAILABLE))
+            i += 1
+        return tuple(out)
+
+    @staticmethod
+    def _new_batch(
+        fetched: Sequence[tuple[int, int]],
+        first: int,
+        last: int,
+        max_records: int,
+        ranges: list[tuple[int, int]],
+        acquired: list[AcquiredRecords],
+        batch_size: Optional[int] = None,
+    ) -> None:
+        # Kafka acquireNewBatchRecords + lastOffsetFromBatchWithRequestOffset (the soft limit)
+        # + createBatches (split at log-batch boundaries every ``batch_size`` records).
+        if first > last:
+            return
+        if max_records < last - first + 1:
+            target = first + max_records - 1
+            prev = None
+            for fb in fetched:
+                if target >= fb[0]:
+                    prev = fb
+                    continue
+                break
+            last = prev[1] if prev is not None and target <= prev[1] else target
+        current = first
+        if batch_size is not None and batch_size > 0 and last - first + 1 > batch_size:
+            for base, _ in fetched:
+                if base > last:
+                    break
+                if base - current >= batch_size:
+                    ranges.append((current, base - 1))
+                    acquired.append(AcquiredRecords(current, base - 1, 1))
+                    current = base
+        ranges.append((current, last))
+        acquired.append(AcquiredRecords(current, last, 1))
+
+    def decide_acknowledge(
+        self,
+        member_id: str,
+        batches: Sequence[tuple[int, int, Sequence[int]]],
+        now_ms: int = 0,
+        lock_duration_ms: Optional[int] = None,
+    ) -> list[DomainEvent]:
+        """Decide one acknowledgement request of ``member_id`` on this partition (Kafka ``acknowledge``).
+
+        ``batches`` are ``(first_offset, last_offset, types)`` (inclusive), ``types`` one
+        :class:`AcknowledgeType` id for the whole range or one per offset: ACCEPT → ACKNOWLEDGED,
+        RELEASE → AVAILABLE (ARCHIVED at the delivery-count limit), REJECT and GAP → ARCHIVED,
+        RENEW → stays ACQUIRED with the lock extended to ``now_ms + lock_duration_ms`` (Kafka 4.2).
+        Batches wholly below the start offset are ignored.
+
+        All or nothing: returns ``[RecordsAcknowledged]`` when every batch is valid, ``[]`` when
+        nothing is to be done, and raises :class:`ShareError` otherwise (no event):
+        INVALID_REQUEST for a malformed batch, an unknown type, or offsets past the acquired
+        records; INVALID_RECORD_STATE when a record is not ACQUIRED by ``member_id``, the range is
+        not cached, or the request touches an offset twice.
+        """
+        if not batches:
+            return []
+        has_renew = False
+        for first, last, types in batches:
+            if first > last or not types or (len(types) > 1 and len(types) != last - first + 1):
+                raise ShareError(INVALID_REQUEST, f"malformed acknowledgement batch {first}-{last} with {len(types)} types")
+            for t in types:
+                if t not in _VALID_ACK_TYPES:
+                    raise ShareError(INVALID_REQUEST, f"invalid acknowledge type {t}")
+                if t == _RENEW:
+                    has_renew = True
+        if has_renew and lock_duration_ms is None:
+            raise ShareError(INVALID_REQUEST, "RENEW needs the record lock duration")
+        start = self.start_offset
+        cache = self._batches
+        firsts = self._firsts
+        touched: list[tuple[int, int]] = []
+        whole_touched: set[int] = set()  # batches transitioned whole earlier in this request
+        any_touched = False
+        for first, last, types in batches:
+            if last < start:
+                continue
+            fi = bisect_right(firsts, first) - 1
+            if fi < 0:
+                if not (first < start <= last):
+                    raise ShareError(INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found in the cache.")
+                lo = bisect_left(firsts, first)
+            else:
+                lo = fi
+            hi = bisect_right(firsts, last)
+            if lo >= hi:
+                raise ShareError(INVALID_RECORD_STATE, "Batch record not found. The request batch offsets are not found in the cache.")
+            if cache[hi - 1].last_offset < first:
+                raise ShareError(INVALID_REQUEST, "The first offset in request is past acquired records.")
+            if last > cache[hi - 1].last_offset:
+                raise ShareError(INVALID_REQUEST, "The last offset in request is past acquired records.")
+            multi = len(types) > 1
+            for b in cache[lo:hi]:
+                if b.last_offset < start:
+                    continue
+                os_ = b.offset_state
+                if os_ is None:
+                    if b.member_id != member_id or b.first_offset in whole_touched:
+                        # (a batch this request already transitioned whole has no owner any more)
+                        raise ShareError(INVALID_RECORD_STATE, "Member is not the owner of batch record.")
+                    if b.state != _ACQUIRED:
+                        raise ShareError(INVALID_RECORD_STATE, "The batch cannot be acknowledged. The state is not acquired.")
+                    per = first > b.first_offset or last < b.last_offset or multi or b.first_offset < start <= b.last_offset
+                    if per:
+                        t_first = max(b.first_offset, first, start)
+                        t_last = min(b.last_offset, last)
+                    else:
+                        t_first, t_last = b.first_offset, b.last_offset
+                        whole_touched.add(b.first_offset)
+                else:
+                    t_first = max(b.first_offset, first, start)
+                    t_last = min(b.last_offset, last)
+                    for o in range(t_first, t_last + 1):
+                        s = os_[o]
+                        if s.state != _ACQUIRED:
+                            raise ShareError(INVALID_RECORD_STATE, f"The record {o} cannot be acknowledged. The state is not acquired.")
+                        if s.member_id != member_id:
+                            raise ShareError(INVALID_RECORD_STATE, f"Member is not the owner of record {o}.")
+                if t_first > t_last:
+                    continue
+                for a, z in touched:
+                    if a <= t_last and t_first <= z:
+                        raise ShareError(INVALID_RECORD_STATE, f"Records {max(a, t_first)}-{min(z, t_last)} are acknowledged twice in one request.")
+                touched.append((t_first, t_last))
+                any_touched = True
+        if not any_touched:
+            return []
+        return [
+            RecordsAcknowledged(
+                *self._ids(),
+                member_id=member_id,
+                batches=tuple((int(f), int(l_), tuple(int(t) for t in ts)) for f, l_, ts in batches),
+                renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
+            )
+        ]
+
+    def clone(self) -> "SharePartition":
+        """An independent copy of the whole state (O(batches + exploded offsets))."""
+        c = SharePartition.__new__(SharePartition)
+        for name in SharePartition.__slots__:
+            if name not in ("_batches", "_firsts"):
+                setattr(c, name, getattr(self, name))
+        c._batches = [b.copy() for b in self._batches]
+        c._firsts = list(self._firsts)
+        return c
+
+    def _clone_for_acknowledgements(self, ack_batches: Sequence[tuple[int, int, Sequence[int]]]) -> "SharePartition":
+        """A copy that applying these acknowledgements cannot leak into: the batch list is copied,
+        the batches the acknowledgements reach are copied deeply, the others are shared (they are
+        only read until the copy is dropped)."""
+        c = SharePartition.__new__(SharePartition)
+        for name in SharePartition.__slots__:
+            if name not in ("_batches", "_firsts"):
+                setattr(c, name, getattr(self, name))
+        c._batches = list(self._batches)
+        c._firsts = list(self._firsts)
+        copied: set[int] = set()
+        for first, last, _types in ack_batches:
+            lo = max(0, bisect_right(self._firsts, first) - 1)
+            hi = bisect_right(self._firsts, last)
+            for idx in range(lo, hi):
+                if idx not in copied:
+                    c._batches[idx] = self._batches[idx].copy()
+                    copied.add(idx)
+        return c
+
+    def decide_share_fetch(
+        self,
+        member_id: str,
+        acknowledgements: Sequence[tuple[int, int, Sequence[int]]],
+        read_log: Callable[[int], Sequence[tuple[int, int]]],
+        max_records: int,
+        now_ms: int,
+        lock_duration_ms: int,
+        batch_size: Optional[int] = None,
+    ) -> ShareFetchDecision:
+        """Decide one partition of a ShareFetch: its piggybacked ``acknowledgements`` first (as
+        :meth:`decide_acknowledge`, all or nothing), then an acquisition (as
+        :meth:`decide_acquire`) from the log batches ``read_log(fetch_offset)`` returns, where
+        ``fetch_offset`` is the next fetch offset *after* the acknowledgements (released records
+        are re-delivered first). ``read_log`` is the caller's data-plane read: it returns the log's
+        record batches ``(base_offset, last_offset)`` from that offset on (``[]`` for none); it is
+        not called when nothing can be acquired (``max_records <= 0`` or the in-flight limit).
+
+        Returns a :class:`ShareFetchDecision` with at most one event, ``ShareFetchProcessed``
+        (the acknowledgements and the acquired ranges together). Never raises for a bad
+        acknowledgement: that is reported in ``ack_error`` and the fetch still happens.
+        """
+        ack_ev: Optional[RecordsAcknowledged] = None
+        ack_error: Optional[ShareError] = None
+        if acknowledgements:
+            try:
+                evs = self.decide_acknowledge(member_id, acknowledgements, now_ms, lock_duration_ms)
+            except ShareError as err:
+                ack_error = err
+            else:
+                ack_ev = evs[0] if evs else None  # type: ignore[assignment]
+        target = self
+        if ack_ev is not None:
+            target = self._clone_for_acknowledgements(ack_ev.batches)
+            target._apply_acknowledged(ack_ev)
+        fetch_offset: Optional[int] = None
+        acquired: list[AcquiredRecords] = []
+        ranges: tuple[tuple[int, int], ...] = ()
+        stale: tuple[tuple[int, int], ...] = ()
+        if max_records > 0 and target.can_acquire_records():
+            fetch_offset = target.next_fetch_offset()
+            fetched = read_log(fetch_offset)
+            acq_evs, acquired = target.decide_acquire(
+                member_id, fetched, max_records, now_ms, lock_duration_ms, fetch_offset, batch_size
+            )
+            if acq_evs:
+                ranges = acq_evs[0].ranges  # type: ignore[attr-defined]
+                stale = acq_evs[0].stale_ranges  # type: ignore[attr-defined]
+        if ack_ev is None and not ranges and not stale:
+            return ShareFetchDecision([], [], ack_error, fetch_offset)
+        ev = ShareFetchProcessed(
+            *self._ids(),
+            member_id=member_id,
+            acknowledgements=ack_ev.batches if ack_ev is not None else (),
+            renew_deadline_ms=ack_ev.renew_deadline_ms if ack_ev is not None else None,
+            ranges=ranges,
+            lock_deadline_ms=now_ms + lock_duration_ms,
+            stale_ranges=stale,
+        )
+        return ShareFetchDecision([ev], acquired, ack_error, fetch_offset)
+
+    def decide_expire_locks(self, now_ms: int) -> list[DomainEvent]:
+        """Decide the acquisition-lock timeouts due at ``now_ms`` (absolute ms): every ACQUIRED
+        record whose deadline ≤ ``now_ms`` (Kafka's timer firing ``releaseAcquisitionLockOnTimeout``).
+        Returns ``[AcquisitionLocksExpired]`` or ``[]``. The actor drives time: call it when
+        :meth:`next_lock_deadline_ms` has passed."""
+        ranges: list[tuple[int, int]] = []
+        for b in self._batches:
+            os_ = b.offset_state
+            if os_ is None:
+                if b.state == _ACQUIRED and b.deadline_ms <= now_ms:  # type: ignore[operator]
+                    ranges.append((b.first_offset, b.last_offset))
+            else:
+                ranges.extend(_runs(o for o, s in os_.items() if s.state == _ACQUIRED and s.deadline_ms <= now_ms))  # type: ignore[operator]
+        if not ranges:
+            return []
+        return [AcquisitionLocksExpired(*self._ids(), now_ms=now_ms, ranges=tuple(ranges))]
+
+    def decide_release_member(self, member_id: str, *, decrement_delivery_count: bool = False) -> list[DomainEvent]:
+        """Decide the release of every record ``member_id`` holds (Kafka ``releaseAcquiredRecords``,
+        reached when its share session closes with the final epoch or it leaves the group).
+
+        ACQUIRED records of the member become AVAILABLE, or ARCHIVED below the start offset or at
+        the delivery-count limit (the late-2024 semantics the §6 scenarios test). With
+        ``decrement_delivery_count=True`` it follows Kafka 4.2 instead (``DeliveryCountOps.DECREASE``:
+        the records were acquired but not delivered, so their delivery count drops by one and the
+        limit does not archive them; below the start offset they are still ARCHIVED). As in Kafka,
+        within an exploded batch the scan stops at the first record acquired by another member.
+        Returns ``[MemberRecordsReleased]`` or ``[]``.
+        """
+        ranges: list[tuple[int, int]] = []
+        for b in self._batches:
+            os_ = b.offset_state
+            if os_ is None:
+                if b.state == _ACQUIRED and b.member_id == member_id:
+                    ranges.append((b.first_offset, b.last_offset))
+                continue
+            mine: list[int] = []
+            for o, s in os_.items():
+                if s.state == _ACQUIRED:
+                    if s.member_id != member_id:
+                        break
+                    mine.append(o)
+            ranges.extend(_runs(mine))
+        if not ranges:
+            return []
+        return [
+            MemberRecordsReleased(
+                *self._ids(), member_id=member_id, ranges=tuple(ranges), delivery_count_decremented=decrement_delivery_count
+            )
+        ]
+
+    def decide_update_log_start_offset(self, log_start_offset: int) -> list[DomainEvent]:
+        """Decide the effect of the log start offset moving to ``log_start_offset`` (Kafka
+        ``updateCacheAndOffsets``, on OFFSET_OUT_OF_RANGE or retention). Returns
+        ``[LogStartOffsetMoved]`` when it is beyond the start offset, else ``[]``."""
+        if log_start_offset <= self.start_offset:
+            return []
+        return [LogStartOffsetMoved(*self._ids(), log_start_offset=log_start_offset)]
+
+    # ------------------------------------------------------------------ evolve
+
+    def apply(self, event: DomainEvent) -> "SharePartition":
+        """Evolve: apply one share-partition event in place and return ``self``.
+
+        Raises ``TypeError`` for an event of another kind and ``ValueError`` for an event of
+        another share-partition. Applying events produced by this partition's deciders, in order,
+        reproduces the decided state exactly.
+        """
+        if (event.group_id, event.topic_id, event.partition) != (self.group_id, self.topic_id, self.partition):  # type: ignore[attr-defined]
+            raise ValueError(f"event for another share-partition: {event!r}")
+        kind = type(event)
+        if kind is RecordsAcquired:
+            self._apply_acquired(event)  # type: ignore[arg-type]
+        elif kind is ShareFetchProcessed:
+            if event.acknowledgements:  # type: ignore[attr-defined]
+                self._apply_acknowledged(event)  # type: ignore[arg-type]
+            if event.ranges or event.stale_ranges:  # type: ignore[attr-defined]
+                self._apply_acquired(event)  # type: ignore[arg-type]
+        elif kind is RecordsAcknowledged:
+            self._apply_acknowledged(event)  # type: ignore[arg-type]
+        elif kind is AcquisitionLocksExpired:
+            self._apply_released(event.ranges)  # type: ignore[attr-defined]
+        elif kind is MemberRecordsReleased:
+            self._apply_released(event.ranges, event.delivery_count_decremented)  # type: ignore[attr-defined]
+        elif kind is LogStartOffsetMoved:
+            self._apply_lso(event.log_start_offset)  # type: ignore[attr-defined]
+        elif kind is SharePartitionInitialized:
+            self._apply_initialized(event)  # type: ignore[arg-type]
+        else:
+            raise TypeError(f"not a share-partition event: {kind.__name__}")
+        return self
+
+    def _apply_initialized(self, ev: SharePartitionInitialized) -> None:
+        self.delivery_count_limit = ev.delivery_count_limit
+        self.max_in_flight_records = ev.max_in_flight_records
+        self.start_offset = ev.start_offset
+        self.state_epoch = ev.state_epoch
+        self._batches = [InFlightBatch(f, l_, st, dc, EMPTY_MEMBER_ID, None) for f, l_, st, dc in ev.state_batches]
+        self._firsts = [b.first_offset for b in self._batches]
+        if self._batches:
+            self.find_next_fetch_offset = True
+            self.end_offset = self._batches[-1].last_offset
+            self._maybe_update_cached_state_and_offsets()
+        else:
+            self.find_next_fetch_offset = False
+            self.end_offset = ev.start_offset
+
+    def _archive_available(self, ranges: Sequence[tuple[int, int]]) -> None:
+        """Archive the AVAILABLE records of ``ranges`` (each inside one cached batch): a whole
+        non-exploded batch at once, else per offset (Kafka ``archiveRecords``)."""
+        batches = self._batches
+        firsts = self._firsts
+        for first, last in ranges:
+            i = bisect_right(firsts, first) - 1
+            if i < 0:
+                continue
+            b = batches[i]
+            if b.offset_state is None:
+                if b.state != _AVAILABLE:
+                    continue
+                if first == b.first_offset and last == b.last_offset:
+                    b.state = _ARCHIVED
+                    continue
+                b.explode()
+            os_ = b.offset_state
+            for o in range(first, min(last, b.last_offset) + 1):
+                s = os_[o]  # type: ignore[index]
+                if s.state == _AVAILABLE:
+                    s.state = _ARCHIVED
+
+    def _apply_acquired(self, ev) -> None:
+        if getattr(ev, "stale_ranges", ()):
+            # Kafka archives them and only flags the next fetch offset for recomputation; the start
+            # offset moves over them at the next acknowledgement / release / timeout.
+            self._archive_available(ev.stale_ranges)
+        member = ev.member_id
+        deadline = ev.lock_deadline_ms
+        batches = self._batches
+        firsts = self._firsts
+        for first, last in ev.ranges:
+            i = bisect_right(firsts, first) - 1
+            if i >= 0 and batches[i].last_offset >= first:
+                b = batches[i]
+                if b.offset_state is None and first == b.first_offset and last == b.last_offset:
+                    b.state = _ACQUIRED
+                    b.delivery_count += 1
+                    b.member_id = member
+                    b.deadline_ms = deadline
+                else:
+                    os_ = b.explode()
+                    for o in range(first, last + 1):
+                        s = os_[o]
+                        if s.state == _AVAILABLE:
+                            s.state = _ACQUIRED
+                            s.delivery_count += 1
+                            s.member_id = member
+                            s.deadline_ms = deadline
+            else:
+                was_empty = not batches
+                nb = InFlightBatch(first, last, _ACQUIRED, 1, member, deadline)
+                if i + 1 == len(batches):
+                    batches.append(nb)
+                    firsts.append(first)
+                else:
+                    batches.insert(i + 1, nb)
+                    firsts.insert(i + 1, first)
+                if was_empty:
+                    self.start_offset = max(self.start_offset, first)
+                self.end_offset = max(self.end_offset, last)  # a batch filling a hole keeps the end
+
+    def _ack_transition(self, s: InFlightState, t: int, renew_deadline: Optional[int]) -> bool:
+        """Apply acknowledge type ``t`` to an ACQUIRED state; True if it became AVAILABLE."""
+        if t == _RENEW:
+            s.deadline_ms = renew_deadline
+            return False
+        became_available = False
+        if t == 1:
+            s.state = _ACKNOWLEDGED
+        elif t == 2:
+            if s.delivery_count >= self.delivery_count_limit:
+                s.state = _ARCHIVED
+            else:
+                s.state = _AVAILABLE
+                became_available = True
+        else:
+            s.state = _ARCHIVED
+        s.member_id = EMPTY_MEMBER_ID
+        s.deadline_ms = None
+        return became_available
+
+    def _apply_acknowledged(self, ev) -> None:
+        ack_batches = ev.batches if type(ev) is RecordsAcknowledged else ev.acknowledgements
+        start = self.start_offset
+        cache = self._batches
+        firsts = self._firsts
+        renew_deadline = ev.renew_deadline_ms
+        released = False
+        for first, last, types in ack_batches:
+            if last < start:
+                continue
+            fi = bisect_right(firsts, first) - 1
+            lo = fi if fi >= 0 else bisect_left(firsts, first)
+            hi = bisect_right(firsts, last)
+            multi = len(types) > 1
+            t0 = types[0]
+            for b in cache[lo:hi]:
+                if b.last_offset < start:
+                    continue
+                if b.offset_state is None:
+                    if not (first > b.first_offset or last < b.last_offset or multi or b.first_offset < start <= b.last_offset):
+                        if b.state == _ACQUIRED and self._ack_transition(b, t0, renew_deadline):
+                            released = True
+                        continue
+                    if b.state != _ACQUIRED:
+                        continue
+                    b.explode()
+                os_ = b.offset_state
+                for o in range(max(b.first_offset, first, start), min(b.last_offset, last) + 1):
+                    s = os_[o]  # type: ignore[index]
+                    if s.state == _ACQUIRED and self._ack_transition(s, types[o - first] if multi else t0, renew_deadline):
+                        released = True
+        if released:
+            self.find_next_fetch_offset = True
+        self._maybe_update_cached_state_and_offsets()
+
+    def _release_state(self, s: InFlightState, below_start: bool, decrement: bool = False) -> bool:
+        if below_start or (not decrement and s.delivery_count >= self.delivery_count_limit):
+            s.state = _ARCHIVED
+            became = False
+        else:
+            s.state = _AVAILABLE
+            if decrement:
+                s.delivery_count -= 1
+            became = True
+        s.member_id = EMPTY_MEMBER_ID
+        s.deadline_ms = None
+        return became
+
+    def _apply_released(self, ranges: Sequence[tuple[int, int]], decrement: bool = False) -> None:
+        start = self.start_offset
+        cache = self._batches
+        firsts = self._firsts
+        released = False
+        for first, last in ranges:
+            i = bisect_right(firsts, first) - 1
+            if i < 0:
+                continue
+            b = cache[i]
+            if b.offset_state is None:
+                if b.state != _ACQUIRED:
+                    continue
+                if first == b.first_offset and last == b.last_offset and not (b.first_offset < start <= b.last_offset):
+                    if self._release_state(b, b.last_offset < start, decrement):
+                        released = True
+                    continue
+                b.explode()
+            os_ = b.offset_state
+            for o in range(first, min(last, b.last_offset) + 1):
+                s = os_[o]  # type: ignore[index]
+                if s.state == _ACQUIRED and self._release_state(s, o < start, decrement):
+                    released = True
+        if released:
+            self.find_next_fetch_offset = True
+        self._maybe_update_cached_state_and_offsets()
+
+    def _apply_lso(self, lso: int) -> None:
+        if lso <= self.start_offset:
+            return
+        if not self._batches:
+            self.start_offset = self.end_offset = lso
+            return
+        for b in self._batches:
+            if b.first_offset >= lso:
+                break
+            os_ = b.offset_state
+            if os_ is None:
+                if b.state != _AVAILABLE:
+                    continue
+                if b.last_offset < lso:
+                    b.state = _ARCHIVED
+                    b.member_id = EMPTY_MEMBER_ID
+                    b.deadline_ms = None
+                    continue
+                os_ = b.explode()
+            for o in range(b.first_offset, min(b.last_offset, lso - 1) + 1):
+                s = os_[o]
+                if s.state == _AVAILABLE:
+                    s.state = _ARCHIVED
+                    s.member_id = EMPTY_MEMBER_ID
+                    s.deadline_ms = None
+        self.start_offset = lso
+        self.end_offset = max(self.end_offset, lso)
+
+    @staticmethod
+    def _terminal(state: int) -> bool:
+        return state == _ACKNOWLEDGED or state == _ARCHIVED
+
+    def _maybe_update_cached_state_and_offsets(self) -> None:
+        # Kafka maybeUpdateCachedStateAndOffsets / canMoveStartOffset / findLastOffsetAcknowledged,
+        # with the start and end offsets never moving backwards.
+        cache = self._batches
+        if not cache:
+            return
+        start = self.start_offset
+        i = bisect_right(self._firsts, start) - 1
+        if i < 0:
+            return
+        e = cache[i]
+        if e.offset_state is None:
+            if not self._terminal(e.state):
+                return
+        elif start <= e.last_offset:
+            if not self._terminal(e.offset_state[start].state):
+                return
+        else:
+            if not all(self._terminal(s.state) for s in e.offset_state.values()):
+                return
+        last_ack = -1
+        done = False
+        for b in cache:
+            os_ = b.offset_state
+            if os_ is None:
+                if not self._terminal(b.state):
+                    break
+                last_ack = b.last_offset
+            else:
+                for o, s in os_.items():
+                    if not self._terminal(s.state):
+                        done = True
+                        break
+                    last_ack = o
+                if done:
+                    break
+        if last_ack == -1:
+            return
+        last_cached = cache[-1].last_offset
+        if last_ack == last_cached:
+            self.start_offset = max(self.start_offset, last_cached + 1)
+            self.end_offset = max(self.end_offset, self.start_offset)
+            cache.clear()
+            self._firsts.clear()
+            return
+        j = bisect_right(self._firsts, last_ack) - 1
+        entry = cache[j]
+        if last_ack == entry.last_offset:
+            self.start_offset = max(self.start_offset, self._firsts[j + 1])
+            remove = j + 1
+        else:
+            self.start_offset = max(self.start_offset, last_ack + 1)
+            remove = j
+        if remove > 0:
+            del cache[:remove]
+            del self._firsts[:remove]
+
+    # ------------------------------------------------------------------ decide + apply conveniences
+
+    def _apply_all(self, events: list[DomainEvent]) -> list[DomainEvent]:
+        for ev in events:
+            self.apply(ev)
+        return events
+
+    def initialize(self, start_offset: int, state_epoch: int = 0, state_batches: Sequence[tuple[int, int, int, int]] = ()) -> list[DomainEvent]:
+        """:meth:`decide_initialize` then apply; returns the events."""
+        return self._apply_all(self.decide_initialize(start_offset, state_epoch, state_batches))
+
+    def acquire(
+        self, member_id: str, fetched_batches: Sequence[tuple[int, int]], max_records: int, now_ms: int, lock_duration_ms: int
+    ) -> tuple[list[AcquiredRecords], list[DomainEvent]]:
+        """:meth:`decide_acquire` then apply; returns ``(acquired, events)``."""
+        events, acquired = self.decide_acquire(member_id, fetched_batches, max_records, now_ms, lock_duration_ms)
+        self._apply_all(events)
+        return acquired, events
+
+    def acknowledge(
+        self,
+        member_id: str,
+        batches: Sequence[tuple[int, int, Sequence[int]]],
+        now_ms: int = 0,
+        lock_duration_ms: Optional[int] = None,
+    ) -> list[DomainEvent]:
+        """:meth:`decide_acknowledge` then apply; returns the events; raises :class:`ShareError`."""
+        return self._apply_all(self.decide_acknowledge(member_id, batches, now_ms, lock_duration_ms))
+
+    def share_fetch(
+        self,
+        member_id: str,
+        acknowledgements: Sequence[tuple[int, int, Sequence[int]]],
+        read_log: Callable[[int], Sequence[tuple[int, int]]],
+        max_records: int,
+        now_ms: int,
+        lock_duration_ms: int,
+        batch_size: Optional[int] = None,
+    ) -> ShareFetchDecision:
+        """:meth:`decide_share_fetch` then apply; returns the decision."""
+        d = self.decide_share_fetch(member_id, acknowledgements, read_log, max_records, now_ms, lock_duration_ms, batch_size)
+        self._apply_all(d.events)
+        return d
+
+    def expire_locks(self, now_ms: int) -> list[DomainEvent]:
+        """:meth:`decide_expire_locks` then apply; returns the events."""
+        return self._apply_all(self.decide_expire_locks(now_ms))
+
+    def release_member(self, member_id: str, *, decrement_delivery_count: bool = False) -> list[DomainEvent]:
+        """:meth:`decide_release_member` then apply; returns the events."""
+        return self._apply_all(self.decide_release_member(member_id, decrement_delivery_count=decrement_delivery_count))
+
+    def update_log_start_offset(self, log_start_offset: int) -> list[DomainEvent]:
+        """:meth:`decide_update_log_start_offset` then apply; returns the events."""
+        return self._apply_all(self.decide_update_log_start_offset(log_start_offset))
+
+
+def evolve(state: SharePartition, event: DomainEvent) -> SharePartition:
+    """The functional ``evolve(state, event) -> state``: applies in place and returns ``state``."""
+    return state.apply(event)
+
+
+def replay(
+    events: Iterable[DomainEvent],
+    group_id: str,
+    topic_id: str,
+    partition: int,
+    *,
+    delivery_count_limit: int = DEFAULT_DELIVERY_COUNT_LIMIT,
+    max_in_flight_records: int = DEFAULT_MAX_IN_FLIGHT_RECORDS,
+) -> SharePartition:
+    """Fold ``events`` (all for this share-partition, in log order) into a fresh
+    :class:`SharePartition` built with the same constructor arguments as the live one (a
+    :class:`SharePartitionInitialized` event resets the configuration from the event anyway)."""
+    sp = SharePartition(
+        group_id, topic_id, partition, delivery_count_limit=delivery_count_limit, max_in_flight_records=max_in_flight_records
+    )
+    for ev in events:
+        sp.apply(ev)
+    return sp
+
+
+def resolve_auto_offset_reset(
+    strategy: str,
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    offset_for_duration: Optional[int] = None,
+) -> int:
+    """The start offset of a share-partition the coordinator has no state for (persisted start
+    offset -1), by the group config ``share.auto.offset.reset`` (Kafka 4.x, KIP-932/KAFKA-18014):
+    ``"earliest"`` → ``log_start_offset``; ``"latest"`` (default) → ``log_end_offset``;
+    ``"by_duration:<ISO-8601 duration>"`` → ``offset_for_duration``, which the caller looked up
+    in the log for ``now - duration`` (the log end offset when no record is that recent).
+    Raises ``ShareError(INVALID_REQUEST)`` for another strategy or a missing lookup."""
+    s = strategy.strip().lower()
+    if s == "earliest":
+        return log_start_offset
+    if s == "latest":
+        return log_end_offset
+    if s.startswith("by_duration:"):
+        if offset_for_duration is None:
+            raise ShareError(INVALID_REQUEST, "by_duration needs the offset for the timestamp")
+        return max(log_start_offset, min(offset_for_duration, log_end_offset))
+    raise ShareError(INVALID_REQUEST, f"unknown share.auto.offset.reset strategy: {strategy!r}")

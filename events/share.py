@@ -1,0 +1,234 @@
+"""Share-partition and share-state events (KIP-932).
+
+Two families, both appended to the owning group's stream (``share-group:<group id>``):
+
+* **Share-partition decisions** made by :class:`actors.share.partition.SharePartition`: one event
+  per request per share-partition at most, carrying offset *ranges*, never one event per record.
+  ``evolve`` (``SharePartition.apply``) re-runs Kafka's deterministic transition rules on these
+  ranges, so replaying the events rebuilds the live state exactly, delivery counts and lock
+  deadlines (absolute ms) included.
+* **Durable share state** as Kafka's share coordinator keeps it in ``__share_group_state``
+  (:mod:`actors.share.state_store`): :class:`ShareSnapshotWritten` / :class:`ShareUpdateWritten`
+  mirror the ShareSnapshot / ShareUpdate records and :class:`ShareStateDeleted` the tombstone; their
+  Kafka binary encoding is in :mod:`events.share_records`.
+
+Tuple layouts (JSON arrays in the log):
+
+* a *range* is ``(first_offset, last_offset)``, both inclusive;
+* an *acknowledgement batch* is ``(first_offset, last_offset, (ack type, ...))`` with Kafka's
+  ``AcknowledgeType`` ids (0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT, 4 RENEW);
+* a *state batch* is ``(first_offset, last_offset, delivery_state, delivery_count)`` as Kafka's
+  ``PersisterStateBatch`` (delivery state 0 AVAILABLE, 2 ACKNOWLEDGED, 4 ARCHIVED).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from events.base import DomainEvent, domain_event
+
+__all__ = [
+    "AcquisitionLocksExpired",
+    "LogStartOffsetMoved",
+    "MemberRecordsReleased",
+    "RecordsAcknowledged",
+    "RecordsAcquired",
+    "SHARE_PARTITION_EVENTS",
+    "SHARE_STATE_EVENTS",
+    "ShareFetchProcessed",
+    "SharePartitionInitialized",
+    "ShareSnapshotWritten",
+    "ShareStateDeleted",
+    "ShareUpdateWritten",
+]
+
+Range = tuple[int, int]
+AckBatch = tuple[int, int, tuple[int, ...]]
+StateBatch = tuple[int, int, int, int]
+
+
+# --------------------------------------------------------------------------- share-partition events
+
+
+@domain_event("share.SharePartitionInitialized", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class SharePartitionInitialized(DomainEvent):
+    """The share-partition was (re)initialised (Kafka ``SharePartition.maybeInitialize``).
+
+    ``start_offset`` is the share-partition start offset (SPSO) as read from the share coordinator
+    or resolved with ``share.auto.offset.reset``; ``state_batches`` are the persisted
+    non-acquired batches ``(first, last, state, delivery count)``. The partition's configuration
+    (``group.share.delivery.count.limit``, ``group.share.partition.max.record.locks``) is part of
+    the event so replay needs nothing else. Replaces any previous state of the partition.
+    """
+
+    group_id: str
+    topic_id: str
+    partition: int
+    start_offset: int
+    state_epoch: int
+    delivery_count_limit: int
+    max_in_flight_records: int
+    state_batches: tuple[StateBatch, ...] = ()
+
+
+@domain_event("share.RecordsAcquired", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class RecordsAcquired(DomainEvent):
+    """``member_id`` acquired ``ranges`` (Kafka ``SharePartition.acquire``), each lock expiring at
+    ``lock_deadline_ms`` (absolute ms). A range either is a whole cached batch, lies inside a cached
+    batch (per-offset acquisition), or lies past the cache (a new in-flight batch). Every record in
+    a range gets its delivery count incremented by one."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    member_id: str
+    ranges: tuple[Range, ...]
+    lock_deadline_ms: int
+    stale_ranges: tuple[Range, ...] = ()
+    """AVAILABLE records between the fetch offset and the first fetched batch — compacted away
+    from the log — archived before the acquisition (Kafka 4.2 ``maybeArchiveStaleBatches``)."""
+
+
+@domain_event("share.RecordsAcknowledged", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class RecordsAcknowledged(DomainEvent):
+    """One validated acknowledgement request of ``member_id`` on this partition (Kafka
+    ``SharePartition.acknowledge``): ``batches`` are the request's acknowledgement batches
+    ``(first, last, types)``. All or nothing: the event exists only when every batch was valid.
+    ``renew_deadline_ms`` is the new lock deadline (absolute ms) of records acknowledged with
+    RENEW (Kafka 4.2, KIP-1222), ``None`` when the request has no RENEW."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    member_id: str
+    batches: tuple[AckBatch, ...]
+    renew_deadline_ms: Optional[int] = None
+
+
+@domain_event("share.AcquisitionLocksExpired", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class AcquisitionLocksExpired(DomainEvent):
+    """The acquisition locks of ``ranges`` expired at ``now_ms`` (Kafka
+    ``SharePartition.releaseAcquisitionLockOnTimeout``): ACQUIRED records there become AVAILABLE,
+    or ARCHIVED when below the start offset or at the delivery-count limit."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    now_ms: int
+    ranges: tuple[Range, ...]
+
+
+@domain_event("share.MemberRecordsReleased", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class MemberRecordsReleased(DomainEvent):
+    """The records ``member_id`` held in ``ranges`` were released because its share session closed
+    or it left the group (Kafka ``SharePartition.releaseAcquiredRecords``); same transition as a
+    lock timeout, unless ``delivery_count_decremented`` (Kafka 4.2: the records count as never
+    delivered — delivery count − 1, no archiving at the limit; ARCHIVED below the start offset)."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    member_id: str
+    ranges: tuple[Range, ...]
+    delivery_count_decremented: bool = False
+
+
+@domain_event("share.LogStartOffsetMoved", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class LogStartOffsetMoved(DomainEvent):
+    """The log start offset moved to ``log_start_offset`` beyond the share-partition start offset
+    (retention or deleteRecords; Kafka ``SharePartition.updateCacheAndOffsets``): AVAILABLE records
+    below it are ARCHIVED and the start offset jumps to it."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    log_start_offset: int
+
+
+@domain_event("share.ShareFetchProcessed", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class ShareFetchProcessed(DomainEvent):
+    """One ShareFetch of ``member_id`` on this partition: its piggybacked acknowledgements
+    (``acknowledgements``, as in :class:`RecordsAcknowledged`; empty when it had none or they
+    failed) applied first, then the acquisition of ``ranges`` (as in :class:`RecordsAcquired`,
+    ``stale_ranges`` included; empty when nothing was acquired) with locks expiring at
+    ``lock_deadline_ms``. One event per
+    consumer round trip: the steady state of a share consumer is one ShareFetch per batch."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    member_id: str
+    acknowledgements: tuple[AckBatch, ...]
+    renew_deadline_ms: Optional[int]
+    ranges: tuple[Range, ...]
+    lock_deadline_ms: int
+    stale_ranges: tuple[Range, ...] = ()
+
+
+SHARE_PARTITION_EVENTS: tuple[type[DomainEvent], ...] = (
+    SharePartitionInitialized,
+    RecordsAcquired,
+    ShareFetchProcessed,
+    RecordsAcknowledged,
+    AcquisitionLocksExpired,
+    MemberRecordsReleased,
+    LogStartOffsetMoved,
+)
+
+
+# --------------------------------------------------------------------------- durable share state
+
+
+@domain_event("share.ShareSnapshotWritten", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class ShareSnapshotWritten(DomainEvent):
+    """A ShareSnapshot record (key version 0) for ``group_id:topic_id:partition``: the complete
+    state; replaces whatever was there (Kafka ``ShareCoordinatorShard.handleShareSnapshot``).
+    ``snapshot_epoch`` is a uint16."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    snapshot_epoch: int
+    state_epoch: int
+    leader_epoch: int
+    start_offset: int
+    state_batches: tuple[StateBatch, ...]
+
+
+@domain_event("share.ShareUpdateWritten", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class ShareUpdateWritten(DomainEvent):
+    """A ShareUpdate record (key version 1): a delta merged into the current state with the
+    state-batch combiner (``ShareCoordinatorShard.handleShareUpdate``). ``start_offset`` and
+    ``leader_epoch`` of -1 mean "unchanged"; it carries no state epoch."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+    snapshot_epoch: int
+    leader_epoch: int
+    start_offset: int
+    state_batches: tuple[StateBatch, ...]
+
+
+@domain_event("share.ShareStateDeleted", schema_version=1)
+@dataclass(frozen=True, slots=True)
+class ShareStateDeleted(DomainEvent):
+    """The tombstone of ``group_id:topic_id:partition`` (ShareSnapshotKey with a null value,
+    Kafka 4.x ``ShareCoordinatorShard.deleteState``): the state and its epochs are forgotten."""
+
+    group_id: str
+    topic_id: str
+    partition: int
+
+
+SHARE_STATE_EVENTS: tuple[type[DomainEvent], ...] = (ShareSnapshotWritten, ShareUpdateWritten, ShareStateDeleted)
