@@ -91,17 +91,20 @@ class ShareError(Exception):
 def persister_error_to_share_error(error_name: str, message: str = "") -> ShareError:
     """Map an error the share coordinator answered to the error ``SharePartition`` surfaces.
 
-    Kafka's ``SharePartition.fetchPersisterError`` (4.x): NOT_COORDINATOR,
-    COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS → COORDINATOR_NOT_AVAILABLE;
-    GROUP_ID_NOT_FOUND → GROUP_ID_NOT_FOUND; UNKNOWN_TOPIC_OR_PARTITION → UNKNOWN_TOPIC_OR_PARTITION;
-    FENCED_STATE_EPOCH → FENCED_STATE_EPOCH; FENCED_LEADER_EPOCH → NOT_LEADER_OR_FOLLOWER; anything
-    else → UNKNOWN_SERVER_ERROR. (The late-2024 tree mapped GROUP_ID_NOT_FOUND and
-    UNKNOWN_TOPIC_OR_PARTITION to INVALID_REQUEST; 4.x keeps their own names.)
+    Takes the coordinator's upper-case error name and an optional message; returns the
+    :class:`ShareError` to surface (never raises). Kafka 4.2's ``SharePartition.fetchPersisterError``
+    (checked by ``SharePartitionTest.testMaybeInitializeWithErrorPartitionResponse``):
+    NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS →
+    COORDINATOR_NOT_AVAILABLE; GROUP_ID_NOT_FOUND → GROUP_ID_NOT_FOUND; UNKNOWN_TOPIC_OR_PARTITION →
+    UNKNOWN_TOPIC_OR_PARTITION; FENCED_LEADER_EPOCH and FENCED_STATE_EPOCH → NOT_LEADER_OR_FOLLOWER
+    (the leader is stale either way, the client refreshes metadata); anything else →
+    UNKNOWN_SERVER_ERROR. (The late-2024 tree mapped GROUP_ID_NOT_FOUND and
+    UNKNOWN_TOPIC_OR_PARTITION to INVALID_REQUEST, and Kafka 4.0 FENCED_STATE_EPOCH to itself.)
     """
     if error_name in (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS):
         return ShareError(COORDINATOR_NOT_AVAILABLE, message)
-    if error_name in (GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION, FENCED_STATE_EPOCH):
+    if error_name in (GROUP_ID_NOT_FOUND, UNKNOWN_TOPIC_OR_PARTITION):
         return ShareError(error_name, message)
-    if error_name == FENCED_LEADER_EPOCH:
+    if error_name in (FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH):
         return ShareError(NOT_LEADER_OR_FOLLOWER, message)
     return ShareError(UNKNOWN_SERVER_ERROR, message)

@@ -220,7 +220,7 @@ def combine_state_batches(
 @dataclass(frozen=True, slots=True)
 class ShareGroupOffset:
     """One share-partition's durable state (Kafka ``ShareGroupOffset``): ``snapshot_epoch``
-    (uint16), ``state_epoch``, ``leader_epoch``, ``start_offset`` and ``state_batches``."""
+    (int32 in Kafka 4.x), ``state_epoch``, ``leader_epoch``, ``start_offset`` and ``state_batches``."""
 
     snapshot_epoch: int
     state_epoch: int
@@ -314,7 +314,7 @@ class ShareStateStore:
                 key.group_id,
                 key.topic_id,
                 key.partition,
-                snapshot_epoch=(current.snapshot_epoch + 1) & 0xFFFF,
+                snapshot_epoch=current.snapshot_epoch + 1,
                 state_epoch=new_state,
                 leader_epoch=new_leader,
                 start_offset=new_start,
@@ -351,14 +351,15 @@ class ShareStateStore:
         with the current ones), else a ShareUpdate (the request's batches combined among
         themselves). Raises ``ShareError``: INVALID_REQUEST (no topic id, negative partition),
         FENCED_LEADER_EPOCH (stored leader epoch > request's; checked first), FENCED_STATE_EPOCH
-        (stored state epoch > request's).
+        (stored state epoch > request's). A request epoch of -1 is never fenced (Kafka 4.x
+        ``maybeGetWriteStateError``; the late-2024 tree fenced it).
         """
         key = self._key(group_id, topic_id, partition)
         stored_leader = self.leader_epochs.get(key)
-        if stored_leader is not None and stored_leader > leader_epoch:
+        if leader_epoch != -1 and stored_leader is not None and stored_leader > leader_epoch:
             raise ShareError(FENCED_LEADER_EPOCH, f"Request leader epoch {leader_epoch} smaller than last recorded {stored_leader}.")
         stored_state = self.state_epochs.get(key)
-        if stored_state is not None and stored_state > state_epoch:
+        if state_epoch != -1 and stored_state is not None and stored_state > state_epoch:
             raise ShareError(FENCED_STATE_EPOCH, f"Request state epoch {state_epoch} smaller than last recorded {stored_state}.")
         return [self._generate(key, state_epoch, leader_epoch, start_offset, state_batches)]
 
@@ -405,7 +406,7 @@ class ShareStateStore:
                 key.group_id,
                 key.topic_id,
                 key.partition,
-                snapshot_epoch=0 if current is None else (current.snapshot_epoch + 1) & 0xFFFF,
+                snapshot_epoch=0 if current is None else current.snapshot_epoch + 1,
                 state_epoch=state_epoch,
                 leader_epoch=-1 if current is None else current.leader_epoch,
                 start_offset=start_offset,

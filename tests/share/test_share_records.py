@@ -26,40 +26,58 @@ TOPIC = kafka_uuid_to_string(uuid.UUID(int=1))  # "AAAAAAAAAAAAAAAAAAAAAQ"
 
 
 def test_snapshot_key_and_value_layout():
+    # Kafka 4.x ShareSnapshotKey (coordinator-key, apiKey 0) / ShareSnapshotValue v0 (4.2 schema:
+    # SnapshotEpoch int32, CreateTimestamp / WriteTimestamp int64, tagged DeliveryCompleteCount).
     rec = ShareSnapshotWritten("g1", TOPIC, 3, snapshot_epoch=2, state_epoch=5, leader_epoch=7, start_offset=10, state_batches=((10, 14, 2, 1),))
     key, value = encode_share_record(rec)
     expected_key = bytes.fromhex(
-        "0000"  # key version 0 = ShareSnapshot
+        "0000"  # record type 0 = ShareSnapshot (the coordinator-key apiKey)
         "0002" "6731"  # GroupId: int16 length, "g1"
         "00000000000000000000000000000001"  # TopicId uuid
         "00000003"  # Partition int32
     )
     expected_value = bytes.fromhex(
         "0000"  # value version 0
-        "0002"  # SnapshotEpoch uint16
+        "00000002"  # SnapshotEpoch int32
         "00000005"  # StateEpoch int32
         "00000007"  # LeaderEpoch int32
         "000000000000000a"  # StartOffset int64
+        "ffffffffffffffff"  # CreateTimestamp int64 (-1: unknown, the event carries none)
+        "ffffffffffffffff"  # WriteTimestamp int64
         "02"  # StateBatches: compact array, length + 1
         "000000000000000a" "000000000000000e" "02" "0001" "00"  # FirstOffset, LastOffset, DeliveryState, DeliveryCount, tags
-        "00"  # top-level tagged fields
+        "00"  # top-level tagged fields (DeliveryCompleteCount left at its default -1: not written)
     )
     assert key == expected_key
     assert value == expected_value
+    assert decode_share_record(key, value) == rec
 
 
 def test_update_key_and_value_layout():
-    rec = ShareUpdateWritten("grp", TOPIC, 0, snapshot_epoch=65535, leader_epoch=-1, start_offset=-1, state_batches=())
+    # ShareUpdateKey: record type 1; ShareUpdateValue v0 — value version 0, not the late-2024
+    # tree's SHARE_UPDATE_RECORD_VALUE_VERSION = 1 (the schema only has version 0; Kafka 4.x writes
+    # ``new ApiMessageAndVersion(new ShareUpdateValue()…, (short) 0)`` and DumpLogSegments prints
+    # ``"version":"0"`` for it).
+    rec = ShareUpdateWritten("grp", TOPIC, 0, snapshot_epoch=65536, leader_epoch=-1, start_offset=-1, state_batches=())
     key, value = encode_share_record(rec)
     assert key == bytes.fromhex("0001" "0003" "677270" "00000000000000000000000000000001" "00000000")
     assert value == bytes.fromhex(
         "0000"  # value version 0
-        "ffff"  # SnapshotEpoch uint16 65535
+        "00010000"  # SnapshotEpoch int32 65536 (a uint16 until Kafka 4.0)
         "ffffffff"  # LeaderEpoch -1
         "ffffffffffffffff"  # StartOffset -1
         "01"  # empty compact array
         "00"  # tagged fields
     )
+    assert decode_share_record(key, value) == rec
+
+
+def test_delivery_complete_count_tag_is_read_and_skipped():
+    # Kafka 4.2 (KIP-1226) writes DeliveryCompleteCount as tag 0 of the value's tagged fields.
+    rec = ShareUpdateWritten("g", TOPIC, 1, 3, 4, 5, ((5, 6, 0, 2),))
+    key, value = encode_share_record(rec)
+    with_dcc = value[:-1] + bytes([1, 0, 4]) + (11).to_bytes(4, "big")
+    assert decode_share_record(key, with_dcc) == rec
 
 
 def test_state_batch_element_matches_kio_generated_serializer():
@@ -71,8 +89,8 @@ def test_state_batch_element_matches_kio_generated_serializer():
     buf = io.BytesIO()
     entity_writer(StateBatch)(buf, StateBatch(first_offset=i64(10), last_offset=i64(14), delivery_state=i8(2), delivery_count=i16(1)))
     _, value = encode_share_record(ShareUpdateWritten("g", TOPIC, 0, 0, 0, 0, ((10, 14, 2, 1),)))
-    # value = version(2) snapshotEpoch(2) leader(4) start(8) arrayLen(1) | element | tags(1)
-    assert value[17:-1] == buf.getvalue()
+    # value = version(2) snapshotEpoch(4) leader(4) start(8) arrayLen(1) | element | tags(1)
+    assert value[19:-1] == buf.getvalue()
 
 
 def test_tombstone_is_snapshot_key_with_null_value():
@@ -127,8 +145,8 @@ _topics = st.uuids().map(kafka_uuid_to_string)
 @settings(max_examples=200, deadline=None)
 @given(
     st.one_of(
-        st.builds(ShareSnapshotWritten, _groups, _topics, _i32, st.integers(0, 65535), _i32, _i32, _i64, _batches),
-        st.builds(ShareUpdateWritten, _groups, _topics, _i32, st.integers(0, 65535), _i32, _i64, _batches),
+        st.builds(ShareSnapshotWritten, _groups, _topics, _i32, _i32, _i32, _i32, _i64, _batches),
+        st.builds(ShareUpdateWritten, _groups, _topics, _i32, _i32, _i32, _i64, _batches),
         st.builds(ShareStateDeleted, _groups, _topics, _i32),
     )
 )

@@ -72,6 +72,26 @@ def test_testWriteStateFencedStateEpochError():
     assert exc.value.error_name == FENCED_LEADER_EPOCH
 
 
+def test_write_with_unchanged_epochs_is_never_fenced():
+    """Kafka 4.x ``ShareCoordinatorShard.maybeGetWriteStateError`` fences only a request epoch that
+    is not -1: -1 means "unchanged" (the snapshot then keeps the stored value)."""
+    store = ShareStateStore(0)  # every write a snapshot, so the -1 substitution shows
+    write(store, leader=5, state=3, start=10, batches=((10, 14, 0, 1),))
+    records = store.write(GROUP, TOPIC, 0, state_epoch=-1, leader_epoch=-1, start_offset=-1, state_batches=[(12, 12, 2, 1)])
+    assert len(records) == 1 and isinstance(records[0], ShareSnapshotWritten)
+    assert (records[0].leader_epoch, records[0].state_epoch, records[0].start_offset) == (5, 3, 10)
+    assert records[0].state_batches == ((10, 11, 0, 1), (12, 12, 2, 1), (13, 14, 0, 1))
+    key = SharePartitionKey.of(GROUP, TOPIC, 0)
+    assert (store.leader_epochs[key], store.state_epochs[key]) == (5, 3)
+    # a real (non -1) smaller epoch is still fenced, leader epoch first
+    with pytest.raises(ShareError) as exc:
+        store.decide_write(GROUP, TOPIC, 0, state_epoch=-1, leader_epoch=4, start_offset=-1)
+    assert exc.value.error_name == FENCED_LEADER_EPOCH
+    with pytest.raises(ShareError) as exc:
+        store.decide_write(GROUP, TOPIC, 0, state_epoch=2, leader_epoch=-1, start_offset=-1)
+    assert exc.value.error_name == FENCED_STATE_EPOCH
+
+
 def test_testWriteStateInvalidRequestData():
     store = ShareStateStore()
     with pytest.raises(ShareError) as exc:
@@ -151,10 +171,14 @@ def test_snapshot_update_cadence(per_snapshot):
     """With N updates per snapshot the first cycle takes N+1 updates, later cycles N; N=0 makes
     every write a snapshot (ShareCoordinatorShard replay counting, §4 of the reference)."""
     store = ShareStateStore(per_snapshot)
-    kinds = []
+    kinds, snapshot_epochs = [], []
     for i in range(2 * per_snapshot + 4):
         rec = write(store, start=i, batches=((i, i, 2, 1),))[0]
         kinds.append("S" if isinstance(rec, ShareSnapshotWritten) else "U")
+        if isinstance(rec, ShareSnapshotWritten):
+            snapshot_epochs.append(rec.snapshot_epoch)
+        else:  # an update carries the epoch of the snapshot it follows
+            assert rec.snapshot_epoch == snapshot_epochs[-1]
     if per_snapshot == 0:
         assert set(kinds) == {"S"}
     else:
@@ -162,9 +186,20 @@ def test_snapshot_update_cadence(per_snapshot):
         assert kinds[: len(first_cycle)] == first_cycle
         nxt = kinds[len(first_cycle) :][: per_snapshot + 1]
         assert nxt == (["U"] * per_snapshot + ["S"])[: len(nxt)]
-    # snapshot epochs increase by one per snapshot
-    snaps = [s for s in store.share_state.values()]
-    assert len(snaps) == 1
+    # snapshot epochs increase by one per snapshot; the state is the fold of all of it
+    assert snapshot_epochs == list(range(len(snapshot_epochs)))
+    state = store.state_for(GROUP, TOPIC, 0)
+    n = 2 * per_snapshot + 4
+    assert state.start_offset == n - 1 and state.state_batches == ((n - 1, n - 1, 2, 1),)
+
+
+def test_snapshot_epoch_is_an_int32_in_kafka_4():
+    """ShareSnapshotValue.SnapshotEpoch is an int32 in Kafka 4.x (a uint16 in the late-2024 schema):
+    the next snapshot after 65535 is 65536, not 0."""
+    store = ShareStateStore(0)
+    store.apply(ShareSnapshotWritten(GROUP, TOPIC_B64, 0, 65535, 0, 0, 0, ()))
+    assert write(store)[0].snapshot_epoch == 65536
+    assert store.initialize(GROUP, TOPIC, 0, state_epoch=1, start_offset=0)[0].snapshot_epoch == 65537
 
 
 def test_update_then_snapshot_state_equals_replay():

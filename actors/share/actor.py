@@ -1,0 +1,812 @@
+"""``ShareGroupActor``: one Thespian actor per share group (KIP-932).
+
+It owns the group's membership (:mod:`actors.share.membership`), its share-partitions
+(:class:`actors.share.partition.SharePartition`) and its share sessions
+(:mod:`actors.share.sessions`), and answers one message per Kafka request
+(:mod:`actors.share.messages`). It is a thin shell around the pure deciders:
+
+    receive → read the clock once (``now_ms``) → decide → persist (append, durable) → evolve → reply
+
+Events go to the group's stream ``share-group:<group id>`` (:func:`events.share_group.stream_id_for`)
+with the exact expected version, so two live actors for one group cannot both write.
+
+Lifecycle
+  * ``Configure(config, name=<group id>, journal)`` recovers from the latest snapshot plus the
+    stream's tail and answers ``Configured``; until then every request gets ``NotReady``
+    (COORDINATOR_LOAD_IN_PROGRESS on the wire) — fail closed.
+  * Timers: acquisition-lock deadlines, member session deadlines and the idle deadline are served
+    by one ``wakeupAfter`` for the earliest of them (a wakeup carries its due time; a wakeup that is
+    not the one outstanding is stale and ignored). Everything due is also processed at the start
+    of every request, so correctness does not depend on wakeup delivery.
+  * Passivation: after ``shoal.share.group.passivate.ms`` without requests and with no open share
+    session, the actor saves a snapshot and exits (``ActorExitRequest`` to itself); the parent
+    re-creates it and sends ``Configure`` before the next message.
+  * A snapshot is saved every ``shoal.share.group.snapshot.every.events`` events and at passivation
+    (a pickle of the membership dict and the ``SharePartition`` objects, format
+    :data:`SNAPSHOT_FORMAT`). Snapshots are caches: an unreadable snapshot is ignored and the
+    stream replayed from the start.
+  * A member that leaves (epoch -1) or whose session times out is fenced; its share session is
+    closed and the records it holds are released (as Kafka 4.x's share-group listener does).
+
+Parent contract (the controller): create one ``ShareGroupActor`` per group on demand, send it
+``Configure(config, name=<group id>, journal=<JournalActor or None>)`` first, then forward the
+requests in order. On ``ChildActorExited`` forget the address; the next request for the group
+re-creates it (Configure again, then the request). A request that reaches a passivating actor is
+answered ``NotReady``: re-send it to the re-created actor.
+
+Events per request: a ShareFetch appends at most one ``share.ShareFetchProcessed`` per
+share-partition (its piggy-backed acknowledgements and its acquisition together,
+``SharePartition.decide_share_fetch``) plus, rarely, ``SharePartitionInitialized`` /
+``LogStartOffsetMoved`` / session audit events — all in ONE atomic append. The steady state of a
+share consumer (acknowledge the last batch, acquire the next) is one event per round trip.
+Record bytes never pass through the actor (see :mod:`actors.share.messages`).
+
+Share sessions and session deadlines are broker memory, as in Kafka: they are not rebuilt on
+recovery (clients re-open sessions with epoch 0; every member's session timer restarts at
+``now + share.session.timeout.ms``).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import time
+from datetime import timedelta
+from typing import Any, Callable, Iterable
+
+from thespian.actors import ActorExitRequest
+
+from actors.base import EventSourcedActor, PersistError
+from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
+from actors.share import messages as m
+from actors.share.config import (
+    BrokerShareConfig,
+    InvalidConfig,
+    validate_group_configs,
+)
+from actors.share.errors import ShareError
+from actors.share.membership import (
+    HeartbeatDecision,
+    ShareGroupHeartbeat,
+    ShareGroupMembership,
+    decide_heartbeat,
+    decide_session_expiry,
+    evolve as evolve_membership,
+    touch,
+)
+from actors.share.partition import SharePartition, validate_acknowledgement_batches
+from actors.share.sessions import (
+    SessionDecision,
+    ShareSessions,
+    decide_share_acknowledge,
+    decide_share_fetch,
+)
+from events.base import DomainEvent
+from events.codec import decode_recorded, new_event
+from events.share import SHARE_PARTITION_EVENTS, ShareStateDeleted
+from events.share_group import (
+    GroupConfigAltered,
+    MemberFenced,
+    ShareGroupDeleted,
+    ShareSessionClosed,
+    ShareSessionOpened,
+    TopicPartitions,
+    stream_id_for,
+)
+from store.event_log import AppendRequest, AppendResult
+
+__all__ = ["ShareGroupActor", "ShareGroupState", "SNAPSHOT_FORMAT"]
+
+log = logging.getLogger("shoal.share.actor")
+
+#: Version tag of the snapshot bytes (pickle of a dict; bump when the layout changes).
+SNAPSHOT_FORMAT = 1
+
+TP = tuple[str, int]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ShareGroupState:
+    """The durable state of one share group: membership plus share-partitions by (topic id,
+    partition). :meth:`apply` is the fold used for live evolution and for recovery alike."""
+
+    def __init__(self, group_id: str, broker: BrokerShareConfig) -> None:
+        self.group_id = group_id
+        self.broker = broker
+        self.membership = ShareGroupMembership(group_id)
+        self.partitions: dict[TP, SharePartition] = {}
+
+    def partition(self, topic_id: str, partition: int) -> SharePartition:
+        """The share-partition, created empty (not yet initialized) with the broker's delivery
+        count limit and max record locks when absent."""
+        key = (topic_id, partition)
+        sp = self.partitions.get(key)
+        if sp is None:
+            sp = self.partitions[key] = SharePartition(
+                self.group_id, topic_id, partition,
+                delivery_count_limit=self.broker.delivery_count_limit,
+                max_in_flight_records=self.broker.partition_max_record_locks,
+            )
+        return sp
+
+    def apply(self, ev: DomainEvent) -> None:
+        """Evolve with one event of the group's stream (membership, share-partition, deletion).
+        Unknown kinds are ignored."""
+        if isinstance(ev, SHARE_PARTITION_EVENTS):
+            self.partition(ev.topic_id, ev.partition).apply(ev)  # type: ignore[attr-defined]
+        elif isinstance(ev, ShareStateDeleted):
+            self.partitions.pop((ev.topic_id, ev.partition), None)
+        elif isinstance(ev, ShareGroupDeleted):
+            self.partitions.clear()
+            evolve_membership(self.membership, ev)
+        else:
+            evolve_membership(self.membership, ev)
+
+    def initialized(self, key: TP) -> bool:
+        """Whether the share-partition has been initialized (has a start offset)."""
+        return key in self.partitions
+
+    def to_dict(self) -> dict[str, Any]:
+        """The comparable durable state (membership dict and every partition's ``snapshot()``)."""
+        return {
+            "membership": self.membership.comparable(),
+            "partitions": {f"{t}:{p}": sp.snapshot() for (t, p), sp in sorted(self.partitions.items())},
+        }
+
+    def dumps(self) -> bytes:
+        """Snapshot bytes (format :data:`SNAPSHOT_FORMAT`)."""
+        return pickle.dumps({"format": SNAPSHOT_FORMAT, "membership": self.membership.to_dict(),
+                             "partitions": self.partitions}, protocol=pickle.HIGHEST_PROTOCOL)
+
+    @classmethod
+    def loads(cls, data: bytes, group_id: str, broker: BrokerShareConfig) -> "ShareGroupState":
+        """Inverse of :meth:`dumps`. Raises ``ValueError`` for another format or group."""
+        d = pickle.loads(data)
+        if d.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(f"snapshot format {d.get('format')} is not {SNAPSHOT_FORMAT}")
+        st = cls(group_id, broker)
+        st.membership = ShareGroupMembership.from_dict(d["membership"])
+        if st.membership.group_id != group_id:
+            raise ValueError("snapshot of another group")
+        st.partitions = dict(d["partitions"])
+        return st
+
+
+class ShareGroupActor(EventSourcedActor):
+    """The actor of one share group (see the module doc). Create it, send ``Configure`` with the
+    group id as ``name``, then the request messages of :mod:`actors.share.messages`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._ready = False
+        self._group_id = ""
+        self._stream = ""
+        self._version = 0
+        self._snap_version = 0
+        self._broker = BrokerShareConfig()
+        self._state: ShareGroupState | None = None
+        self._sessions = ShareSessions()
+        self._timer_due: int | None = None
+        self._last_activity_ms = 0
+        self._passivated = False
+        self._counts = {"events": 0, "appends": 0, "requests": 0, "replayed": 0, "wakeups": 0, "stale_wakeups": 0}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def receiveMsg_Configure(self, msg: Configure, sender: Any) -> None:
+        """Recover (snapshot + tail) and answer ``Configured``, or ``Failure`` on a bad config."""
+        try:
+            self._broker = BrokerShareConfig.from_config(msg.config)
+        except InvalidConfig as exc:
+            self.send(sender, Failure("INVALID_CONFIG", str(exc)))
+            return
+        self._group_id = msg.name
+        self._stream = stream_id_for(msg.name)
+        self._sessions = ShareSessions(self._broker.max_share_sessions)
+        self.attach_event_log(msg.config, msg.journal)
+        now = _now_ms()
+        try:
+            replayed = self._recover(now)
+        except Exception as exc:  # storage down: stay not ready
+            log.exception("share group %s: recovery failed", msg.name)
+            self.send(sender, Failure("COORDINATOR_LOAD_IN_PROGRESS", f"recovery failed: {type(exc).__name__}: {exc}"))
+            return
+        self._ready = True
+        self._last_activity_ms = now
+        self._schedule(now)
+        self.send(sender, Configured(msg.name, self.event_log.last_position(), replayed))
+
+    def _recover(self, now_ms: int) -> int:
+        state = ShareGroupState(self._group_id, self._broker)
+        version = 0
+        snap = self.event_log.load_snapshot(self._stream)
+        if snap is not None:
+            try:
+                state = ShareGroupState.loads(snap.state, self._group_id, self._broker)
+                version = snap.stream_version
+            except Exception:
+                log.warning("share group %s: unreadable snapshot at version %s, replaying from the start",
+                            self._group_id, snap.stream_version, exc_info=True)
+                state, version = ShareGroupState(self._group_id, self._broker), 0
+                snap = None  # write a good one soon
+        replayed = 0
+        while True:
+            page = self.event_log.read_stream(self._stream, version + 1, limit=1000)
+            if not page:
+                break
+            for rec in page:
+                state.apply(decode_recorded(rec))
+                version = rec.stream_version
+                replayed += 1
+        self._state = state
+        self._version = version
+        self._snap_version = snap.stream_version if snap is not None else 0
+        self._counts["replayed"] += replayed
+        for mid in state.membership.members:
+            touch(state.membership, mid, now_ms, self._broker)
+        return replayed
+
+    def on_exit(self) -> None:
+        if self._ready and not self._passivated and self._state is not None and self._version > self._snap_version:
+            try:
+                self._save_snapshot()
+            except Exception:  # best effort: the events are the truth
+                log.warning("share group %s: snapshot at exit failed", self._group_id, exc_info=True)
+
+    def receiveMsg_Passivate(self, msg: m.Passivate, sender: Any) -> None:
+        """Save a snapshot and exit now."""
+        if self._ready:
+            self._passivate()
+
+    def _passivate(self) -> None:
+        if self._version > self._snap_version:
+            self._save_snapshot()
+        self._passivated = True
+        self._ready = False
+        self.send(self.myAddress, ActorExitRequest())
+
+    def _save_snapshot(self) -> None:
+        assert self._state is not None
+        if self._version < 1:
+            return
+        self.event_log.save_snapshot(self._stream, self._version, self._state.dumps())
+        self._snap_version = self._version
+
+    def receiveMsg_StatusRequest(self, msg: StatusRequest, sender: Any) -> None:
+        """Answer ``StatusReply``: readiness and counters (events, appends, requests, members, partitions, sessions, wakeups)."""
+        st = self._state
+        counts = dict(self._counts)
+        counts.update(
+            stream_version=self._version,
+            members=len(st.membership.members) if st else 0,
+            partitions=len(st.partitions) if st else 0,
+            sessions=len(self._sessions.sessions),
+            pid=os.getpid(),
+        )
+        self.send(sender, StatusReply(self._group_id, self._ready, counts))
+
+    # ------------------------------------------------------------------ timers
+
+    def on_wakeup(self, payload: Any) -> None:
+        if not (isinstance(payload, tuple) and len(payload) == 2 and payload[0] == "share-group-timer"):
+            return
+        if not self._ready or payload[1] != self._timer_due:
+            self._counts["stale_wakeups"] += 1
+            return
+        self._counts["wakeups"] += 1
+        self._timer_due = None
+        now = _now_ms()
+        if self._sessions.sessions == {} and now - self._last_activity_ms >= self._broker.passivate_ms:
+            self._run_due(now, lambda: self._passivate_if_still_idle(now))
+            return
+        self._run_due(now, lambda: self._schedule(now))
+
+    def _passivate_if_still_idle(self, now: int) -> None:
+        if self._ready and not self._sessions.sessions:
+            self._passivate()
+        else:
+            self._schedule(now)
+
+    def _schedule(self, now: int) -> None:
+        """Arm one wakeup for the earliest of: a lock deadline, a member session deadline, the
+        idle (passivation) deadline."""
+        if not self._ready or self._state is None:
+            return
+        dues: list[int] = []
+        for sp in self._state.partitions.values():
+            d = sp.next_lock_deadline_ms()
+            if d is not None:
+                dues.append(d)
+        dues.extend(self._state.membership.deadlines.values())
+        dues.append(self._last_activity_ms + self._broker.passivate_ms)
+        due = min(dues)
+        if self._timer_due is not None and self._timer_due <= due:
+            return
+        self._timer_due = due
+        self.wakeupAfter(timedelta(milliseconds=max(0, due - now)), payload=("share-group-timer", due))
+
+    # ------------------------------------------------------------------ the persist / evolve step
+
+    def _commit(self, events: list[DomainEvent], then: Callable[[], None], fail: Callable[[str, str], None]) -> None:
+        """Append ``events`` at the exact expected version, then evolve and call ``then``;
+        on a refused append call ``fail(error name, message)`` with nothing applied."""
+        if not events:
+            then()
+            return
+        req = AppendRequest(self._stream, [new_event(e) for e in events], self._version)
+
+        def done(results: list[AppendResult] | PersistError) -> None:
+            if isinstance(results, PersistError):
+                if results.error == "CONCURRENCY":
+                    # Someone else wrote this group's stream: reload before answering anything.
+                    try:
+                        self._recover(_now_ms())
+                    except Exception:
+                        self._ready = False
+                    fail("NOT_COORDINATOR", str(results))
+                else:
+                    fail("UNKNOWN_SERVER_ERROR", str(results))
+                return
+            assert self._state is not None
+            for e in events:
+                self._state.apply(e)
+            self._version = results[0].last_version
+            self._counts["events"] += len(events)
+            self._counts["appends"] += 1
+            if self._version - self._snap_version >= self._broker.snapshot_every_events:
+                try:
+                    self._save_snapshot()
+                except Exception:
+                    log.warning("share group %s: snapshot failed", self._group_id, exc_info=True)
+            then()
+
+        self.persist([req], done)
+
+    def _chain(self, steps: list[Callable[[], list[DomainEvent]]], then: Callable[[], None],
+               fail: Callable[[str, str], None]) -> None:
+        """Decide and commit ``steps`` one after another (each decided on the state the previous
+        one left), then call ``then``."""
+        if not steps:
+            then()
+            return
+        first, rest = steps[0], steps[1:]
+        self._commit(first(), lambda: self._chain(rest, then, fail), fail)
+
+    def _due_steps(self, now: int) -> list[Callable[[], list[DomainEvent]]]:
+        """Steps for everything due at ``now``: expired acquisition locks, then expired member
+        sessions (each fenced member: fence + close session, then release its records)."""
+        assert self._state is not None
+        st = self._state
+        steps: list[Callable[[], list[DomainEvent]]] = []
+        if any((d := sp.next_lock_deadline_ms()) is not None and d <= now for sp in st.partitions.values()):
+            steps.append(lambda: [e for sp in list(st.partitions.values()) for e in sp.decide_expire_locks(now)])
+        expired = sorted(mid for mid, dl in st.membership.deadlines.items() if dl <= now and mid in st.membership.members)
+        if expired:
+            def fence() -> list[DomainEvent]:
+                evs = list(decide_session_expiry(st.membership, now))
+                for ev in evs:
+                    if isinstance(ev, MemberFenced) and self._sessions.get(ev.member_id) is not None:
+                        evs.append(ShareSessionClosed(self._group_id, ev.member_id, "MEMBER_FENCED"))
+                return evs
+            steps.append(fence)
+            for mid in expired:
+                steps.append(lambda mid=mid: self._release_member_events(mid))
+        return steps
+
+    def _release_member_events(self, member_id: str) -> list[DomainEvent]:
+        assert self._state is not None
+        self._sessions.remove(member_id)
+        return [e for sp in list(self._state.partitions.values()) for e in sp.decide_release_member(member_id)]
+
+    def _run_due(self, now: int, then: Callable[[], None]) -> None:
+        self._chain(self._due_steps(now), then, lambda err, msg: then())
+
+    def _begin(self, msg: Any, sender: Any) -> int | None:
+        """Common request prologue: fail closed when not ready; returns ``now_ms`` or ``None``."""
+        if not self._ready or self._state is None:
+            self.send(sender, NotReady(self._group_id or getattr(msg, "group_id", "")))
+            return None
+        gid = getattr(msg, "group_id", self._group_id)
+        if gid and gid != self._group_id:
+            self.send(sender, Failure("INVALID_REQUEST", f"this actor serves group {self._group_id!r}, not {gid!r}"))
+            return None
+        self._counts["requests"] += 1
+        now = _now_ms()
+        self._last_activity_ms = now
+        return now
+
+    def _handle(self, msg: Any, sender: Any, body: Callable[[int], None]) -> None:
+        now = self._begin(msg, sender)
+        if now is None:
+            return
+        self._run_due(now, lambda: self._guarded(msg, sender, body, now))
+
+    def _guarded(self, msg: Any, sender: Any, body: Callable[[int], None], now: int) -> None:
+        try:
+            body(now)
+        except Exception as exc:  # a bug must not kill the group: answer and keep going
+            log.exception("share group %s: %s failed", self._group_id, type(msg).__name__)
+            self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+        self._schedule(now)
+
+    # ------------------------------------------------------------------ ShareGroupHeartbeat
+
+    def receiveMsg_ShareGroupHeartbeatCmd(self, msg: m.ShareGroupHeartbeatCmd, sender: Any) -> None:
+        """ShareGroupHeartbeat: decide (:func:`decide_heartbeat`), persist, evolve, reschedule the member's session timer, reply :class:`ShareGroupHeartbeatReply`. A leave also closes the member's share session and releases its records."""
+        self._handle(msg, sender, lambda now: self._heartbeat(msg, sender, now))
+
+    def _heartbeat(self, msg: m.ShareGroupHeartbeatCmd, sender: Any, now: int) -> None:
+        assert self._state is not None
+        st = self._state
+        req = ShareGroupHeartbeat(msg.group_id, msg.member_id, msg.member_epoch, msg.rack_id,
+                                  msg.subscribed_topic_names, msg.client_id, msg.client_host)
+        try:
+            decision: HeartbeatDecision = decide_heartbeat(st.membership, req, msg.topics, self._broker, now)
+        except ShareError as exc:
+            self.send(sender, m.ShareGroupHeartbeatReply(exc.error_name, exc.message, msg.member_id, msg.member_epoch))
+            return
+        events = list(decision.events)
+        leaving = any(isinstance(e, MemberFenced) for e in events)
+        if leaving and self._sessions.get(msg.member_id) is not None:
+            events.append(ShareSessionClosed(self._group_id, msg.member_id, "MEMBER_FENCED"))
+        r = decision.response
+
+        def reply() -> None:
+            if not leaving:
+                touch(st.membership, r.member_id, now, self._broker)
+            assignment = None if r.assignment is None else tuple((tp.topic_id, tp.partitions) for tp in r.assignment)
+            self.send(sender, m.ShareGroupHeartbeatReply("NONE", "", r.member_id, r.member_epoch,
+                                                         r.heartbeat_interval_ms, assignment))
+
+        def fail(err: str, text: str) -> None:
+            self.send(sender, m.ShareGroupHeartbeatReply(err, text, msg.member_id, msg.member_epoch))
+
+        steps: list[Callable[[], list[DomainEvent]]] = [lambda: events]
+        if leaving:
+            steps.append(lambda: self._release_member_events(msg.member_id))
+        self._chain(steps, reply, fail)
+
+    # ------------------------------------------------------------------ ShareFetch
+
+    def receiveMsg_ShareFetchCmd(self, msg: m.ShareFetchCmd, sender: Any) -> None:
+        """ShareFetch: session step, then per partition initialize (``share.auto.offset.reset``), log-start-offset move, acknowledge, acquire; one append; reply :class:`ShareFetchReply` (FINAL epoch: acknowledge, then close the session and release the member's records)."""
+        self._handle(msg, sender, lambda now: self._fetch(msg, sender, now))
+
+    def _fetch(self, msg: m.ShareFetchCmd, sender: Any, now: int) -> None:
+        assert self._state is not None
+        st = self._state
+        has_acks = any(p.acknowledgement_batches for p in msg.partitions)
+        try:
+            sd = decide_share_fetch(self._sessions, msg.member_id, msg.share_session_epoch,
+                                    [(p.topic_id, p.partition) for p in msg.partitions], msg.forgotten, has_acks)
+        except ShareError as exc:
+            self.send(sender, m.ShareFetchReply(exc.error_name, exc.message))
+            return
+        lock_ms = st.membership.configs.effective_record_lock_duration_ms(self._broker)
+        reset = st.membership.configs.effective_auto_offset_reset()
+        pre: list[DomainEvent] = []        # initializations and log-start-offset moves
+        fetched_events: list[DomainEvent] = []  # one ShareFetchProcessed per partition at most
+        results: list[m.ShareFetchPartitionResult] = []
+        budget = max(0, min(msg.max_records, self._broker.max_fetch_records))
+        final = sd.kind == "FINAL"
+        seen: set[TP] = set()
+        for p in msg.partitions:
+            key = (p.topic_id, p.partition)
+            res = m.ShareFetchPartitionResult(p.topic_id, p.partition)
+            results.append(res)
+            if key in seen:
+                res.error = res.acknowledge_error = "INVALID_REQUEST"
+                continue
+            seen.add(key)
+            sp = st.partitions.get(key)
+            work: SharePartition | None = None
+            if sp is None:
+                # Initialize with share.auto.offset.reset (earliest / latest / by_duration).
+                if reset.strategy == "earliest":
+                    start = p.log_start_offset
+                elif reset.strategy == "latest":
+                    start = p.high_watermark
+                elif p.reset_offset is not None:
+                    start = max(p.log_start_offset, min(p.reset_offset, p.high_watermark))
+                else:
+                    res.reset_timestamp_ms = reset.timestamp_ms(now)
+                    if p.acknowledgement_batches:
+                        res.acknowledge_error = "INVALID_RECORD_STATE"
+                    continue
+                work = SharePartition(self._group_id, p.topic_id, p.partition,
+                                      delivery_count_limit=self._broker.delivery_count_limit,
+                                      max_in_flight_records=self._broker.partition_max_record_locks)
+                try:
+                    evs = work.decide_initialize(start)
+                except ShareError as exc:
+                    res.error = exc.error_name
+                    continue
+                for e in evs:
+                    work.apply(e)
+                pre.extend(evs)
+            base = work if work is not None else sp
+            assert base is not None
+            if p.log_start_offset > base.start_offset:
+                evs = base.decide_update_log_start_offset(p.log_start_offset)
+                if evs:
+                    if work is None:
+                        work = _scratch(base)
+                    for e in evs:
+                        work.apply(e)
+                    pre.extend(evs)
+            cur = work if work is not None else base
+            acks: list[tuple[int, int, tuple[int, ...]]] = []
+            if p.acknowledgement_batches:
+                acks = [(int(a), int(b), tuple(int(t) for t in ts)) for a, b, ts in p.acknowledgement_batches]
+                if validate_acknowledgement_batches(acks) is not None:  # KafkaApis validation
+                    res.acknowledge_error = "INVALID_REQUEST"
+                    acks = []
+            refetch: list[int] = []
+
+            def read_log(offset: int, p: m.ShareFetchPartition = p, refetch: list[int] = refetch) -> list[tuple[int, int]]:
+                """The caller's batches from ``offset`` on; when the caller did not read there, ask
+                it to (``refetch_from``) and acquire nothing now."""
+                if p.log_batches is None:
+                    refetch.append(offset)
+                    return []
+                batches = [(a, b) for a, b in p.log_batches if b >= offset]
+                if p.fetch_offset > offset and (not batches or batches[0][0] > offset):
+                    refetch.append(offset)
+                    return []
+                if batches and msg.share_acquire_mode == 1:
+                    batches = _record_limit(batches, offset, budget)
+                return batches
+
+            limit = 0 if (final or msg.is_renew_ack) else budget
+            decision = cur.decide_share_fetch(msg.member_id, acks, read_log, limit, now, lock_ms, msg.batch_size)
+            if decision.ack_error is not None:
+                res.acknowledge_error = decision.ack_error.error_name
+            if refetch:
+                res.refetch_from = refetch[0]
+            fetched_events.extend(decision.events)
+            res.acquired = tuple((a.first_offset, a.last_offset, a.delivery_count) for a in decision.acquired)
+            budget -= sum(a.last_offset - a.first_offset + 1 for a in decision.acquired)
+
+        if not final:
+            # Share sessions are incremental: a ShareFetch fetches every partition of the session,
+            # also those the request did not name. The caller did not read them: ask it to.
+            named = {(p.topic_id, p.partition) for p in msg.partitions}
+            for t, pn in sd.partitions:
+                if (t, pn) in named:
+                    continue
+                known = st.partitions.get((t, pn))
+                nfo = known.next_fetch_offset() if known is not None else -1
+                results.append(m.ShareFetchPartitionResult(t, pn, next_fetch_offset=nfo, refetch_from=nfo,
+                                                           start_offset=known.start_offset if known is not None else -1))
+        events: list[DomainEvent] = list(pre)
+        if sd.kind == "NEW":
+            if sd.replaced:
+                events.append(ShareSessionClosed(self._group_id, msg.member_id, "REPLACED"))
+            events.append(ShareSessionOpened(self._group_id, msg.member_id,
+                                             _tps(sd.partitions)))
+        events.extend(fetched_events)
+
+        def reply() -> None:
+            # the events are applied now: report the live next fetch offset and start offset
+            for res in results:
+                sp_ = st.partitions.get((res.topic_id, res.partition))
+                if sp_ is not None and res.error == "NONE":
+                    res.next_fetch_offset = sp_.next_fetch_offset()
+                    res.start_offset = sp_.start_offset
+            self.send(sender, m.ShareFetchReply("NONE", "", tuple(results), lock_ms))
+
+        def fail(err: str, text: str) -> None:
+            self.send(sender, m.ShareFetchReply(err, text))
+
+        rest: list[Callable[[], list[DomainEvent]]] = []
+        if final:
+            rest.append(lambda: self._close_session_events(msg.member_id))
+        self._commit(events, lambda: self._after_session(sd, now, rest, reply, fail), fail)
+
+    def _after_session(self, sd: SessionDecision, now: int, rest: list[Callable[[], list[DomainEvent]]],
+                       reply: Callable[[], None], fail: Callable[[str, str], None]) -> None:
+        if sd.kind != "FINAL":
+            self._sessions.apply(sd, now)
+        self._chain(rest, reply, fail)
+
+    def _close_session_events(self, member_id: str) -> list[DomainEvent]:
+        """FINAL epoch: close the session and release the member's acquired records."""
+        had = self._sessions.remove(member_id)
+        assert self._state is not None
+        evs: list[DomainEvent] = [ShareSessionClosed(self._group_id, member_id, "FINAL_EPOCH")] if had else []
+        evs.extend(e for sp in list(self._state.partitions.values()) for e in sp.decide_release_member(member_id))
+        return evs
+
+    # ------------------------------------------------------------------ ShareAcknowledge
+
+    def receiveMsg_ShareAcknowledgeCmd(self, msg: m.ShareAcknowledgeCmd, sender: Any) -> None:
+        """ShareAcknowledge: session step, per-partition all-or-nothing acknowledgements in one append, reply :class:`ShareAcknowledgeReply` (FINAL epoch closes the session and releases the member's records)."""
+        self._handle(msg, sender, lambda now: self._acknowledge(msg, sender, now))
+
+    def _acknowledge(self, msg: m.ShareAcknowledgeCmd, sender: Any, now: int) -> None:
+        assert self._state is not None
+        st = self._state
+        try:
+            sd = decide_share_acknowledge(self._sessions, msg.member_id, msg.share_session_epoch)
+        except ShareError as exc:
+            self.send(sender, m.ShareAcknowledgeReply(exc.error_name, exc.message))
+            return
+        lock_ms = st.membership.configs.effective_record_lock_duration_ms(self._broker)
+        acks: list[DomainEvent] = []
+        results: list[m.PartitionResult] = []
+        seen: set[TP] = set()
+        for p in msg.partitions:
+            key = (p.topic_id, p.partition)
+            sp = st.partitions.get(key)
+            if key in seen:
+                results.append(m.PartitionResult(p.topic_id, p.partition, "INVALID_REQUEST", "partition named twice"))
+                continue
+            seen.add(key)
+            if not p.acknowledgement_batches:
+                results.append(m.PartitionResult(p.topic_id, p.partition))
+                continue
+            if sp is None:
+                results.append(m.PartitionResult(p.topic_id, p.partition, "UNKNOWN_TOPIC_OR_PARTITION",
+                                                 "The share-partition is not known to this group."))
+                continue
+            batches = [(int(a), int(b), tuple(int(t) for t in ts)) for a, b, ts in p.acknowledgement_batches]
+            bad = validate_acknowledgement_batches(batches)
+            if bad is not None:
+                results.append(m.PartitionResult(p.topic_id, p.partition, "INVALID_REQUEST", bad))
+                continue
+            try:
+                evs = sp.decide_acknowledge(msg.member_id, batches, now, lock_ms)
+            except ShareError as exc:
+                results.append(m.PartitionResult(p.topic_id, p.partition, exc.error_name, exc.message))
+                continue
+            acks.extend(evs)
+            results.append(m.PartitionResult(p.topic_id, p.partition))
+        events: list[DomainEvent] = list(acks)
+
+        def reply() -> None:
+            self.send(sender, m.ShareAcknowledgeReply("NONE", "", tuple(results), lock_ms))
+
+        def fail(err: str, text: str) -> None:
+            self.send(sender, m.ShareAcknowledgeReply(err, text))
+
+        rest: list[Callable[[], list[DomainEvent]]] = []
+        if sd.kind == "FINAL":
+            rest.append(lambda: self._close_session_events(msg.member_id))
+        self._commit(events, lambda: self._after_session(sd, now, rest, reply, fail), fail)
+
+    # ------------------------------------------------------------------ describe / admin
+
+    def receiveMsg_DescribeShareGroup(self, msg: m.DescribeShareGroup, sender: Any) -> None:
+        """ShareGroupDescribe: reply :class:`ShareGroupDescription` (GROUP_ID_NOT_FOUND when the group does not exist)."""
+        self._handle(msg, sender, lambda now: self.send(sender, self._describe()))
+
+    def _describe(self) -> m.ShareGroupDescription:
+        assert self._state is not None
+        ms = self._state.membership
+        if not ms.exists:
+            return m.ShareGroupDescription(self._group_id, "GROUP_ID_NOT_FOUND", f"Group {self._group_id} not found.")
+        members = tuple(
+            m.MemberDescription(x.member_id, x.rack_id, x.member_epoch, x.client_id, x.client_host,
+                                x.subscribed_topic_names,
+                                tuple((t, tuple(sorted(ps))) for t, ps in sorted(x.assigned.items())))
+            for _, x in sorted(ms.members.items())
+        )
+        return m.ShareGroupDescription(self._group_id, "NONE", "", ms.state, ms.group_epoch, ms.assignment_epoch,
+                                       "simple", members)
+
+    def receiveMsg_DescribeShareGroupOffsets(self, msg: m.DescribeShareGroupOffsets, sender: Any) -> None:
+        """DescribeShareGroupOffsets: the share-partition start offsets (-1 when not initialized)."""
+        def body(now: int) -> None:
+            assert self._state is not None
+            st = self._state
+            if not st.membership.exists and not st.partitions:
+                self.send(sender, m.ShareGroupOffsets(self._group_id, "GROUP_ID_NOT_FOUND"))
+                return
+            keys = sorted(st.partitions) if msg.partitions is None else list(msg.partitions)
+            out = tuple(m.SharePartitionOffset(t, p, st.partitions[(t, p)].start_offset if (t, p) in st.partitions else -1)
+                        for t, p in keys)
+            self.send(sender, m.ShareGroupOffsets(self._group_id, "NONE", out))
+
+        self._handle(msg, sender, body)
+
+    def receiveMsg_AlterGroupConfigs(self, msg: m.AlterGroupConfigs, sender: Any) -> None:
+        """(Incremental)AlterConfigs on the group: validate against the broker bounds (INVALID_CONFIG), persist ``GroupConfigAltered``, reply :class:`GroupConfigsAltered`."""
+        def body(now: int) -> None:
+            assert self._state is not None
+            current = self._state.membership.configs.as_dict()
+            new = dict(current) if msg.incremental else {}
+            for k, v in msg.configs.items():
+                if v is None:
+                    new.pop(k, None)
+                else:
+                    new[k] = str(v)
+            try:
+                validated = validate_group_configs(new, self._broker)
+            except InvalidConfig as exc:
+                self.send(sender, m.GroupConfigsAltered(self._group_id, exc.error, str(exc), current))
+                return
+            if msg.validate_only or validated.as_dict() == current:
+                self.send(sender, m.GroupConfigsAltered(self._group_id, "NONE", "", validated.as_dict()))
+                return
+            self._commit([GroupConfigAltered(self._group_id, validated.as_dict())],
+                         lambda: self.send(sender, m.GroupConfigsAltered(self._group_id, "NONE", "", validated.as_dict())),
+                         lambda err, text: self.send(sender, m.GroupConfigsAltered(self._group_id, err, text, current)))
+
+        self._handle(msg, sender, body)
+
+    def receiveMsg_DescribeGroupConfigs(self, msg: m.DescribeGroupConfigs, sender: Any) -> None:
+        """DescribeConfigs on the group: the effective share configs and which are overrides."""
+        def body(now: int) -> None:
+            assert self._state is not None
+            cfg = self._state.membership.configs
+            b = self._broker
+            eff = {
+                "share.session.timeout.ms": str(cfg.effective_session_timeout_ms(b)),
+                "share.heartbeat.interval.ms": str(cfg.effective_heartbeat_interval_ms(b)),
+                "share.record.lock.duration.ms": str(cfg.effective_record_lock_duration_ms(b)),
+                "share.auto.offset.reset": cfg.auto_offset_reset or "latest",
+                "share.isolation.level": cfg.isolation_level or "read_uncommitted",
+            }
+            self.send(sender, m.GroupConfigsDescribed(self._group_id, eff, tuple(sorted(cfg.as_dict()))))
+
+        self._handle(msg, sender, body)
+
+    def receiveMsg_DeleteShareGroupState(self, msg: m.DeleteShareGroupState, sender: Any) -> None:
+        """DeleteShareGroupOffsets / DeleteGroups: only for an EMPTY group (NON_EMPTY_GROUP otherwise); persists ``ShareStateDeleted`` per partition (and ``ShareGroupDeleted`` for the whole group)."""
+        def body(now: int) -> None:
+            assert self._state is not None
+            st = self._state
+            if not st.membership.exists and not st.partitions:
+                self.send(sender, m.ShareGroupStateDeleted(self._group_id, "GROUP_ID_NOT_FOUND", f"Group {self._group_id} not found."))
+                return
+            if st.membership.members:
+                self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NON_EMPTY_GROUP",
+                                                           f"Share group {self._group_id} is not empty."))
+                return
+            keys = sorted(st.partitions) if msg.partitions is None else list(msg.partitions)
+            events: list[DomainEvent] = [ShareStateDeleted(self._group_id, t, p) for t, p in keys if (t, p) in st.partitions]
+            if msg.partitions is None:
+                events.append(ShareGroupDeleted(self._group_id))
+            results = tuple(m.PartitionResult(t, p) for t, p in keys)
+            self._commit(events,
+                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", results)),
+                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+
+        self._handle(msg, sender, body)
+
+    def receiveMsg_GetShareGroupState(self, msg: m.GetShareGroupState, sender: Any) -> None:
+        """Audit/test: reply :class:`ShareGroupStateDump` with the durable state and stream version."""
+        def body(now: int) -> None:
+            assert self._state is not None
+            self.send(sender, m.ShareGroupStateDump(self._group_id, self._version, self._state.to_dict()))
+
+        self._handle(msg, sender, body)
+
+
+def _record_limit(batches: list[tuple[int, int]], from_offset: int, limit: int) -> list[tuple[int, int]]:
+    """ShareFetch v2 record-limit acquire mode (KIP-1206): present the log batches cut so that at
+    most ``limit`` offsets from ``from_offset`` on can be acquired (the last batch is cut short)."""
+    end = from_offset + limit - 1
+    out: list[tuple[int, int]] = []
+    for a, b in batches:
+        if a > end:
+            break
+        out.append((a, min(b, end)))
+    return out
+
+
+def _scratch(sp: SharePartition) -> SharePartition:
+    """A private copy of a share-partition to decide a request's later steps on (an acquire after
+    an acknowledgement in the same ShareFetch) before anything is persisted."""
+    return pickle.loads(pickle.dumps(sp, pickle.HIGHEST_PROTOCOL))
+
+
+def _tps(parts: Iterable[TP]) -> tuple[TopicPartitions, ...]:
+    by: dict[str, list[int]] = {}
+    for t, p in parts:
+        by.setdefault(t, []).append(p)
+    return tuple(TopicPartitions(t, tuple(sorted(ps))) for t, ps in sorted(by.items()))

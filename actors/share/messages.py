@@ -1,0 +1,430 @@
+"""Messages of the :class:`actors.share.actor.ShareGroupActor`: one request message per Kafka request.
+
+Plain picklable classes (``__slots__``, equality by fields, the foundation's ``_Msg`` base).
+Replies carry Kafka error *names* (``"NONE"`` for success), top-level and per partition, never
+exception objects.
+
+Record bytes never pass through the actor. The split for ShareFetch:
+
+1. The caller (the wire layer) keeps, per share-partition, the ``next_fetch_offset`` the actor last
+   answered (initially unknown). It reads the **batch boundaries** ``(base offset, last offset)`` of
+   the log from that offset up to the high watermark (no payloads; the segment index has them) and
+   sends them in :class:`ShareFetchPartition` with the log start offset and high watermark.
+2. The actor acquires whole log batches (Kafka's soft ``max_records`` limit ends at a batch
+   boundary) and answers :class:`ShareFetchPartitionResult` with the acquired ranges
+   ``(first, last, delivery count)`` and the next fetch offset. The caller then reads the record
+   bytes of those ranges from the segments and builds the response.
+3. When the batches sent do not start at the partition's next fetch offset (released records
+   became available again below it, or the caller did not know the offset yet), the actor acquires
+   nothing there and answers ``refetch_from``: the caller reads from that offset and sends again.
+   In steady sequential consumption there is one round trip per ShareFetch.
+4. Share sessions are incremental (KIP-932): a ShareFetch fetches every partition of the session,
+   including those the request does not name. The reply has a result for each of them; one the
+   caller did not send comes back with ``refetch_from`` (its next fetch offset, or ``-1`` when the
+   share-partition is not initialized yet: send it with its log start offset and high watermark).
+   A caller that keeps the session's partition set (from the replies) and always sends all of
+   them with their batches avoids the extra round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.messages import _Msg
+
+__all__ = [
+    "AlterGroupConfigs",
+    "DeleteShareGroupState",
+    "DescribeGroupConfigs",
+    "DescribeShareGroup",
+    "DescribeShareGroupOffsets",
+    "GetShareGroupState",
+    "GroupConfigsAltered",
+    "GroupConfigsDescribed",
+    "MemberDescription",
+    "PartitionResult",
+    "Passivate",
+    "ShareAcknowledgeCmd",
+    "ShareAcknowledgePartition",
+    "ShareAcknowledgeReply",
+    "ShareFetchCmd",
+    "ShareFetchPartition",
+    "ShareFetchPartitionResult",
+    "ShareFetchReply",
+    "ShareGroupDescription",
+    "ShareGroupHeartbeatCmd",
+    "ShareGroupHeartbeatReply",
+    "ShareGroupOffsets",
+    "ShareGroupStateDeleted",
+    "ShareGroupStateDump",
+    "SharePartitionOffset",
+]
+
+#: ``(first offset, last offset, (acknowledge type, ...))`` — Kafka's AcknowledgementBatch
+#: (types: 0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT, 4 RENEW).
+AckBatch = tuple[int, int, tuple[int, ...]]
+
+
+# ------------------------------------------------------------------------------ heartbeat
+
+class ShareGroupHeartbeatCmd(_Msg):
+    """ShareGroupHeartbeat (API 76). ``topics``: the broker's metadata image, topic name →
+    ``(topic id, partition count)``, covering every topic name the group subscribes to (a missing
+    name is a topic that does not exist), or ``None`` if unchanged since the last heartbeat. Reply:
+    :class:`ShareGroupHeartbeatReply`."""
+
+    __slots__ = ("group_id", "member_id", "member_epoch", "rack_id", "subscribed_topic_names", "topics",
+                 "client_id", "client_host")
+
+    def __init__(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None = None,
+                 subscribed_topic_names: tuple[str, ...] | None = None,
+                 topics: dict[str, tuple[str, int]] | None = None, client_id: str = "", client_host: str = "") -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.rack_id = rack_id
+        self.subscribed_topic_names = None if subscribed_topic_names is None else tuple(subscribed_topic_names)
+        self.topics = topics
+        self.client_id = client_id
+        self.client_host = client_host
+
+
+class ShareGroupHeartbeatReply(_Msg):
+    """The ShareGroupHeartbeat response: ``error`` (``"NONE"`` or a Kafka name), ``message``,
+    ``member_id``, ``member_epoch``, ``heartbeat_interval_ms`` and ``assignment``
+    (``((topic id, (partitions…)), …)`` or ``None`` when unchanged)."""
+
+    __slots__ = ("error", "message", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment")
+
+    def __init__(self, error: str = "NONE", message: str = "", member_id: str = "", member_epoch: int = 0,
+                 heartbeat_interval_ms: int = 0, assignment: tuple[tuple[str, tuple[int, ...]], ...] | None = None) -> None:
+        self.error = error
+        self.message = message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval_ms = heartbeat_interval_ms
+        self.assignment = assignment
+
+
+# ------------------------------------------------------------------------------ share fetch / acknowledge
+
+class ShareFetchPartition(_Msg):
+    """One partition of a ShareFetch: its ``acknowledgement_batches`` (piggy-backed acks) and what
+    the caller read from the log: ``log_batches`` (``((base offset, last offset), …)`` ascending,
+    from ``fetch_offset``; ``None`` = not read), ``log_start_offset`` and ``high_watermark``
+    (exclusive end). ``reset_offset``: the offset ListOffsets gave for the timestamp the actor
+    asked for (``share.auto.offset.reset=by_duration``), else ``None``."""
+
+    __slots__ = ("topic_id", "partition", "acknowledgement_batches", "fetch_offset", "log_batches",
+                 "log_start_offset", "high_watermark", "reset_offset")
+
+    def __init__(self, topic_id: str, partition: int, acknowledgement_batches: tuple[AckBatch, ...] = (),
+                 fetch_offset: int = -1, log_batches: tuple[tuple[int, int], ...] | None = None,
+                 log_start_offset: int = 0, high_watermark: int = 0, reset_offset: int | None = None) -> None:
+        self.topic_id = topic_id
+        self.partition = partition
+        self.acknowledgement_batches = tuple(acknowledgement_batches)
+        self.fetch_offset = fetch_offset
+        self.log_batches = None if log_batches is None else tuple(log_batches)
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+        self.reset_offset = reset_offset
+
+
+class ShareFetchCmd(_Msg):
+    """ShareFetch (API 78): session epoch, ``max_records`` (Kafka's ``MaxRecords``, for the whole
+    request), ``partitions`` (:class:`ShareFetchPartition`) and ``forgotten``
+    (``((topic id, partition), …)``). ShareFetch v2 (Kafka 4.2): ``share_acquire_mode`` 0
+    (batch-optimized: the limit is soft and ends at a log-batch boundary) or 1 (record-limit: at
+    most ``max_records`` new records), and ``is_renew_ack`` (the request carries RENEW
+    acknowledgements: they are processed and no records are acquired); ``batch_size`` (v1+
+    ``BatchSize``: new records are split into in-flight batches of about that size; ``None``: one
+    per acquisition). Reply: :class:`ShareFetchReply`."""
+
+    __slots__ = ("group_id", "member_id", "share_session_epoch", "max_records", "partitions", "forgotten",
+                 "share_acquire_mode", "is_renew_ack", "batch_size")
+
+    def __init__(self, group_id: str, member_id: str, share_session_epoch: int, partitions: tuple[ShareFetchPartition, ...],
+                 max_records: int = 500, forgotten: tuple[tuple[str, int], ...] = (), share_acquire_mode: int = 0,
+                 is_renew_ack: bool = False, batch_size: int | None = None) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.max_records = max_records
+        self.partitions = tuple(partitions)
+        self.forgotten = tuple(forgotten)
+        self.share_acquire_mode = share_acquire_mode
+        self.is_renew_ack = is_renew_ack
+        self.batch_size = batch_size
+
+
+class ShareFetchPartitionResult(_Msg):
+    """One partition of the ShareFetch response: ``error`` (fetch), ``acknowledge_error``,
+    ``acquired`` (``((first, last, delivery count), …)``, inclusive), ``next_fetch_offset`` (where
+    the caller should read next), ``refetch_from`` (read from here and send again; ``-1``: not
+    initialized, send the partition's log offsets; ``None`` when not needed), ``reset_timestamp_ms`` (resolve this timestamp with ListOffsets and send it as
+    ``reset_offset``; ``None`` when not needed), ``start_offset`` (the SPSO)."""
+
+    __slots__ = ("topic_id", "partition", "error", "acknowledge_error", "acquired", "next_fetch_offset",
+                 "refetch_from", "reset_timestamp_ms", "start_offset")
+
+    def __init__(self, topic_id: str, partition: int, error: str = "NONE", acknowledge_error: str = "NONE",
+                 acquired: tuple[tuple[int, int, int], ...] = (), next_fetch_offset: int = -1,
+                 refetch_from: int | None = None, reset_timestamp_ms: int | None = None, start_offset: int = -1) -> None:
+        self.topic_id = topic_id
+        self.partition = partition
+        self.error = error
+        self.acknowledge_error = acknowledge_error
+        self.acquired = tuple(acquired)
+        self.next_fetch_offset = next_fetch_offset
+        self.refetch_from = refetch_from
+        self.reset_timestamp_ms = reset_timestamp_ms
+        self.start_offset = start_offset
+
+
+class ShareFetchReply(_Msg):
+    """The ShareFetch response: top-level ``error``/``message`` (session errors such as
+    SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH), ``partitions`` and
+    ``acquisition_lock_timeout_ms`` (the response's ``AcquisitionLockTimeoutMs``: the group's
+    ``share.record.lock.duration.ms`` in force; 0 on a top-level error)."""
+
+    __slots__ = ("error", "message", "partitions", "acquisition_lock_timeout_ms")
+
+    def __init__(self, error: str = "NONE", message: str = "", partitions: tuple[ShareFetchPartitionResult, ...] = (),
+                 acquisition_lock_timeout_ms: int = 0) -> None:
+        self.error = error
+        self.message = message
+        self.partitions = tuple(partitions)
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+
+
+class ShareAcknowledgePartition(_Msg):
+    """One partition of a ShareAcknowledge: ``acknowledgement_batches``."""
+
+    __slots__ = ("topic_id", "partition", "acknowledgement_batches")
+
+    def __init__(self, topic_id: str, partition: int, acknowledgement_batches: tuple[AckBatch, ...]) -> None:
+        self.topic_id = topic_id
+        self.partition = partition
+        self.acknowledgement_batches = tuple(acknowledgement_batches)
+
+
+class ShareAcknowledgeCmd(_Msg):
+    """ShareAcknowledge (API 79). Reply: :class:`ShareAcknowledgeReply`."""
+
+    __slots__ = ("group_id", "member_id", "share_session_epoch", "partitions")
+
+    def __init__(self, group_id: str, member_id: str, share_session_epoch: int,
+                 partitions: tuple[ShareAcknowledgePartition, ...]) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.partitions = tuple(partitions)
+
+
+class PartitionResult(_Msg):
+    """A per-partition error name (``"NONE"`` on success) and message."""
+
+    __slots__ = ("topic_id", "partition", "error", "message")
+
+    def __init__(self, topic_id: str, partition: int, error: str = "NONE", message: str = "") -> None:
+        self.topic_id = topic_id
+        self.partition = partition
+        self.error = error
+        self.message = message
+
+
+class ShareAcknowledgeReply(_Msg):
+    """The ShareAcknowledge response: top-level session error, per-partition results and
+    ``acquisition_lock_timeout_ms`` (v2's ``AcquisitionLockTimeoutMs``; 0 on a top-level error)."""
+
+    __slots__ = ("error", "message", "partitions", "acquisition_lock_timeout_ms")
+
+    def __init__(self, error: str = "NONE", message: str = "", partitions: tuple[PartitionResult, ...] = (),
+                 acquisition_lock_timeout_ms: int = 0) -> None:
+        self.error = error
+        self.message = message
+        self.partitions = tuple(partitions)
+        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+
+
+# ------------------------------------------------------------------------------ describe / admin
+
+class DescribeShareGroup(_Msg):
+    """ShareGroupDescribe (API 77) for this group. Reply: :class:`ShareGroupDescription`."""
+
+    __slots__ = ("group_id",)
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+
+class MemberDescription(_Msg):
+    """One member in a :class:`ShareGroupDescription`."""
+
+    __slots__ = ("member_id", "rack_id", "member_epoch", "client_id", "client_host", "subscribed_topic_names", "assignment")
+
+    def __init__(self, member_id: str, rack_id: str | None, member_epoch: int, client_id: str, client_host: str,
+                 subscribed_topic_names: tuple[str, ...], assignment: tuple[tuple[str, tuple[int, ...]], ...]) -> None:
+        self.member_id = member_id
+        self.rack_id = rack_id
+        self.member_epoch = member_epoch
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = tuple(subscribed_topic_names)
+        self.assignment = tuple(assignment)
+
+
+class ShareGroupDescription(_Msg):
+    """The described group: ``error`` (GROUP_ID_NOT_FOUND when it does not exist), ``group_state``
+    (``Empty``/``Stable``/``Dead``), epochs, ``assignor_name`` (``simple``), ``members``."""
+
+    __slots__ = ("group_id", "error", "message", "group_state", "group_epoch", "assignment_epoch", "assignor_name", "members")
+
+    def __init__(self, group_id: str, error: str = "NONE", message: str = "", group_state: str = "Dead",
+                 group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = "simple",
+                 members: tuple[MemberDescription, ...] = ()) -> None:
+        self.group_id = group_id
+        self.error = error
+        self.message = message
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.assignor_name = assignor_name
+        self.members = tuple(members)
+
+
+class DescribeShareGroupOffsets(_Msg):
+    """DescribeShareGroupOffsets (API 90): the start offsets of ``partitions``
+    (``((topic id, partition), …)``; ``None`` = every share-partition the group has).
+    Reply: :class:`ShareGroupOffsets`."""
+
+    __slots__ = ("group_id", "partitions")
+
+    def __init__(self, group_id: str, partitions: tuple[tuple[str, int], ...] | None = None) -> None:
+        self.group_id = group_id
+        self.partitions = None if partitions is None else tuple(partitions)
+
+
+class SharePartitionOffset(_Msg):
+    """One partition's share-partition start offset (-1 when not initialized) and error."""
+
+    __slots__ = ("topic_id", "partition", "start_offset", "error")
+
+    def __init__(self, topic_id: str, partition: int, start_offset: int = -1, error: str = "NONE") -> None:
+        self.topic_id = topic_id
+        self.partition = partition
+        self.start_offset = start_offset
+        self.error = error
+
+
+class ShareGroupOffsets(_Msg):
+    """Reply to :class:`DescribeShareGroupOffsets`."""
+
+    __slots__ = ("group_id", "error", "partitions")
+
+    def __init__(self, group_id: str, error: str = "NONE", partitions: tuple[SharePartitionOffset, ...] = ()) -> None:
+        self.group_id = group_id
+        self.error = error
+        self.partitions = tuple(partitions)
+
+
+class AlterGroupConfigs(_Msg):
+    """IncrementalAlterConfigs/AlterConfigs on the GROUP resource. ``configs``: key → value
+    (``None`` deletes the override). ``incremental=False`` replaces the whole set (AlterConfigs).
+    ``validate_only``: check only. Reply: :class:`GroupConfigsAltered`."""
+
+    __slots__ = ("group_id", "configs", "incremental", "validate_only")
+
+    def __init__(self, group_id: str, configs: dict[str, str | None], incremental: bool = True, validate_only: bool = False) -> None:
+        self.group_id = group_id
+        self.configs = dict(configs)
+        self.incremental = incremental
+        self.validate_only = validate_only
+
+
+class GroupConfigsAltered(_Msg):
+    """Reply to :class:`AlterGroupConfigs`: ``error`` (``INVALID_CONFIG`` …), ``message`` and the
+    overrides in force afterwards."""
+
+    __slots__ = ("group_id", "error", "message", "configs")
+
+    def __init__(self, group_id: str, error: str = "NONE", message: str = "", configs: dict[str, str] | None = None) -> None:
+        self.group_id = group_id
+        self.error = error
+        self.message = message
+        self.configs = dict(configs or {})
+
+
+class DescribeGroupConfigs(_Msg):
+    """DescribeConfigs on the GROUP resource. Reply: :class:`GroupConfigsDescribed`."""
+
+    __slots__ = ("group_id",)
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+
+class GroupConfigsDescribed(_Msg):
+    """The effective share-group configs (key → value string) and which of them are overrides."""
+
+    __slots__ = ("group_id", "configs", "overrides")
+
+    def __init__(self, group_id: str, configs: dict[str, str], overrides: tuple[str, ...]) -> None:
+        self.group_id = group_id
+        self.configs = dict(configs)
+        self.overrides = tuple(overrides)
+
+
+class DeleteShareGroupState(_Msg):
+    """Delete share-partition state: ``partitions`` ``((topic id, partition), …)``
+    (DeleteShareGroupOffsets) or ``None`` for the whole group (DeleteGroups). Both need the group
+    to be EMPTY (NON_EMPTY_GROUP). Reply: :class:`ShareGroupStateDeleted`."""
+
+    __slots__ = ("group_id", "partitions")
+
+    def __init__(self, group_id: str, partitions: tuple[tuple[str, int], ...] | None = None) -> None:
+        self.group_id = group_id
+        self.partitions = None if partitions is None else tuple(partitions)
+
+
+class ShareGroupStateDeleted(_Msg):
+    """Reply to :class:`DeleteShareGroupState`: top-level error and per-partition results."""
+
+    __slots__ = ("group_id", "error", "message", "partitions")
+
+    def __init__(self, group_id: str, error: str = "NONE", message: str = "", partitions: tuple[PartitionResult, ...] = ()) -> None:
+        self.group_id = group_id
+        self.error = error
+        self.message = message
+        self.partitions = tuple(partitions)
+
+
+class GetShareGroupState(_Msg):
+    """Audit/test: ask for the actor's durable state as a plain dict. Reply: :class:`ShareGroupStateDump`."""
+
+    __slots__ = ("group_id",)
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+
+
+class ShareGroupStateDump(_Msg):
+    """The durable state (membership and share partitions) as JSON-able dicts, and the stream version."""
+
+    __slots__ = ("group_id", "stream_version", "state")
+
+    def __init__(self, group_id: str, stream_version: int, state: dict[str, Any]) -> None:
+        self.group_id = group_id
+        self.stream_version = stream_version
+        self.state = state
+
+
+class Passivate(_Msg):
+    """Ask the actor to save a snapshot and exit now (the parent's memory pressure, tests). The
+    actor answers nothing; the parent sees ``ChildActorExited``."""
+
+    __slots__ = ("group_id",)
+
+    def __init__(self, group_id: str = "") -> None:
+        self.group_id = group_id

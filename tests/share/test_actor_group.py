@@ -1,0 +1,452 @@
+"""``ShareGroupActor`` under ``simpleSystemBase`` (fixture ``asys``), time driven with freezegun."""
+
+from __future__ import annotations
+
+import pytest
+from freezegun import freeze_time
+from thespian.actors import ActorExitRequest, ActorSystem, DeadEnvelope, PoisonMessage
+
+from actors.journal import JournalActor
+from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
+from actors.share import messages as m
+from actors.share.actor import ShareGroupActor
+from events.codec import decode_recorded
+from events.share_group import stream_id_for
+from store.event_log import open_event_log
+
+G = "grp"
+T = "TOPIC-ID"
+TIMEOUT = 5
+
+
+@pytest.fixture
+def frozen():
+    with freeze_time("2026-01-01 00:00:00") as ft:
+        yield ft
+
+
+def cfg(url: str, **extra) -> dict:
+    c = {"event.log.url": url}
+    c.update({k.replace("_", "."): str(v) for k, v in extra.items()})
+    return c
+
+
+def start(asys, url, **extra):
+    a = asys.createActor(ShareGroupActor)
+    r = asys.ask(a, Configure(cfg(url, **extra), G), TIMEOUT)
+    assert isinstance(r, Configured), r
+    return a
+
+
+def join(asys, a, member="m1", topics=("foo",), parts=1):
+    r = asys.ask(a, m.ShareGroupHeartbeatCmd(G, member, 0, subscribed_topic_names=topics, topics={"foo": (T, parts)}), TIMEOUT)
+    assert r.error == "NONE", r
+    return r
+
+
+def open_session(asys, a, member="m1", hw=0, lso=0):
+    r = asys.ask(a, m.ShareFetchCmd(G, member, 0, (m.ShareFetchPartition(T, 0, log_start_offset=lso, high_watermark=hw),)), TIMEOUT)
+    assert r.error == "NONE", r
+    return r.partitions[0]
+
+
+def fetch(asys, a, member, epoch, batches, acks=(), hw=None, max_records=500, partition=0):
+    hw = hw if hw is not None else (batches[-1][1] + 1 if batches else 0)
+    start_off = batches[0][0] if batches else hw
+    p = m.ShareFetchPartition(T, partition, acknowledgement_batches=acks, fetch_offset=start_off, log_batches=tuple(batches),
+                              high_watermark=hw)
+    return asys.ask(a, m.ShareFetchCmd(G, member, epoch, (p,), max_records), TIMEOUT)
+
+
+def state(asys, a):
+    return asys.ask(a, m.GetShareGroupState(G), TIMEOUT)
+
+
+def record(asys, a, offset):
+    """(state, delivery count, member) of one offset from the dumped partition snapshot."""
+    snap = state(asys, a).state["partitions"][f"{T}:0"]
+    for first, last, batch_state, offsets in [(b[0], b[1], b[2], b[3]) for b in snap[-1]]:
+        if first <= offset <= last:
+            s = batch_state if offsets is None else dict(offsets)[offset]
+            return s[0], s[1], s[2]
+    return None
+
+
+def test_fail_closed_until_configured(asys):
+    a = asys.createActor(ShareGroupActor)
+    for msg in [m.ShareGroupHeartbeatCmd(G, "m1", 0, subscribed_topic_names=("foo",)),
+                m.ShareFetchCmd(G, "m1", 0, ()), m.ShareAcknowledgeCmd(G, "m1", 1, ()),
+                m.DescribeShareGroup(G), m.DescribeShareGroupOffsets(G), m.AlterGroupConfigs(G, {}),
+                m.DeleteShareGroupState(G), m.GetShareGroupState(G)]:
+        assert isinstance(asys.ask(a, msg, TIMEOUT), NotReady), msg
+    st = asys.ask(a, StatusRequest(), TIMEOUT)
+    assert isinstance(st, StatusReply) and not st.ready
+
+
+def test_bad_broker_config_is_refused(asys, sqlite_url):
+    a = asys.createActor(ShareGroupActor)
+    r = asys.ask(a, Configure(cfg(sqlite_url, **{"group.share.delivery.count.limit": 42}), G), TIMEOUT)
+    assert isinstance(r, Failure) and r.error == "INVALID_CONFIG"
+    assert isinstance(asys.ask(a, m.DescribeShareGroup(G), TIMEOUT), NotReady)
+
+
+def test_heartbeat_describe_and_errors_as_names(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    assert asys.ask(a, m.DescribeShareGroup(G), TIMEOUT).error == "GROUP_ID_NOT_FOUND"
+    r = join(asys, a, "m1", parts=2)
+    assert (r.member_id, r.member_epoch, r.heartbeat_interval_ms, r.assignment) == ("m1", 1, 5000, ((T, (0, 1)),))
+    r = asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", 7), TIMEOUT)
+    assert r.error == "FENCED_MEMBER_EPOCH"
+    r = asys.ask(a, m.ShareGroupHeartbeatCmd(G, "nobody", 1), TIMEOUT)
+    assert r.error == "UNKNOWN_MEMBER_ID"
+    d = asys.ask(a, m.DescribeShareGroup(G), TIMEOUT)
+    assert (d.error, d.group_state, d.group_epoch, d.assignor_name) == ("NONE", "Stable", 1, "simple")
+    assert [x.member_id for x in d.members] == ["m1"]
+    r = asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT)
+    assert (r.error, r.member_epoch) == ("NONE", -1)
+    assert asys.ask(a, m.DescribeShareGroup(G), TIMEOUT).group_state == "Empty"
+
+
+def test_group_id_mismatch_is_invalid_request(asys, sqlite_url):
+    a = start(asys, sqlite_url)
+    r = asys.ask(a, m.DescribeShareGroup("other"), TIMEOUT)
+    assert isinstance(r, Failure) and r.error == "INVALID_REQUEST"
+
+
+def test_fetch_acquire_acknowledge_cycle_and_events_before_reply(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    p = open_session(asys, a, hw=100)
+    assert (p.acquired, p.refetch_from, p.start_offset) == ((), 100, 100)  # share.auto.offset.reset=latest
+    r = fetch(asys, a, "m1", 1, [(100, 149), (150, 199)], max_records=60)
+    assert r.acquisition_lock_timeout_ms == 30000
+    assert r.partitions[0].acquired == ((100, 199, 1),)  # soft limit ends at a batch boundary
+    assert r.partitions[0].next_fetch_offset == 200
+    elog = open_event_log(sqlite_url)
+    version_before = elog.stream_version(stream_id_for(G))
+    r = fetch(asys, a, "m1", 2, [(200, 299)], acks=((100, 199, (1,)),))
+    assert r.partitions[0].acknowledge_error == "NONE"
+    assert r.partitions[0].acquired == ((200, 299, 1),)
+    events = elog.read_stream(stream_id_for(G), version_before + 1)
+    assert [e.event_type for e in events] == ["share.ShareFetchProcessed"]  # one event per cycle
+    assert record(asys, a, 150) is None  # acknowledged prefix pruned: start offset moved to 200
+    assert asys.ask(a, m.DescribeShareGroupOffsets(G), TIMEOUT).partitions[0].start_offset == 200
+
+
+def test_session_errors_and_partition_errors(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    join(asys, a, "m2")
+    assert fetch(asys, a, "m1", 1, [(0, 9)]).error == "SHARE_SESSION_NOT_FOUND"
+    open_session(asys, a, "m1")
+    open_session(asys, a, "m2")
+    assert fetch(asys, a, "m1", 5, [(0, 9)]).error == "INVALID_SHARE_SESSION_EPOCH"
+    r = asys.ask(a, m.ShareFetchCmd(G, "m1", 0, (m.ShareFetchPartition(T, 0, acknowledgement_batches=((0, 0, (1,)),)),)), TIMEOUT)
+    assert r.error == "INVALID_REQUEST"
+    assert fetch(asys, a, "m1", 1, [(0, 9)]).partitions[0].acquired == ((0, 9, 1),)
+    # m2 acknowledging m1's records: INVALID_RECORD_STATE, nothing changes and no event is written
+    v_before = state(asys, a).stream_version
+    ack = asys.ask(a, m.ShareAcknowledgeCmd(G, "m2", 1, (m.ShareAcknowledgePartition(T, 0, ((0, 9, (1,)),)),
+                                                         m.ShareAcknowledgePartition("NOPE", 0, ((0, 1, (1,)),)),
+                                                         m.ShareAcknowledgePartition(T, 1, ((5, 1, (1,)),)))), TIMEOUT)
+    assert [p.error for p in ack.partitions] == ["INVALID_RECORD_STATE", "UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_OR_PARTITION"]
+    assert record(asys, a, 3) == (1, 1, "m1")
+    assert state(asys, a).stream_version == v_before
+    ack = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", 2, (m.ShareAcknowledgePartition(T, 0, ((0, 4, (1,)), (3, 2, (1,)))),)), TIMEOUT)
+    assert ack.partitions[0].error == "INVALID_REQUEST"
+    # a per-partition error still moves the session epoch on
+    ack = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", 3, (m.ShareAcknowledgePartition(T, 0, ((0, 4, (1,)), (5, 9, (2,)))),)), TIMEOUT)
+    assert ack.error == "NONE" and ack.partitions[0].error == "NONE"
+    assert record(asys, a, 7) == (0, 1, "")
+    # released records are fetched again: the caller is told where to read
+    r = fetch(asys, a, "m1", 4, [(10, 19)])
+    assert r.partitions[0].refetch_from == 5 and r.partitions[0].acquired == ()
+    r = fetch(asys, a, "m1", 5, [(5, 9)], hw=10)
+    assert r.partitions[0].acquired == ((5, 9, 2),)
+
+
+def test_lock_expiry_through_wakeup_and_stale_wakeups_ignored(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    frozen.tick(29.0)
+    asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", 1), TIMEOUT)
+    assert record(asys, a, 0)[0] == 1
+    frozen.tick(1.5)
+    st = asys.ask(a, StatusRequest(), TIMEOUT)  # the wakeup is delivered on this turn
+    assert st.counts["wakeups"] >= 1
+    assert record(asys, a, 0) == (0, 1, "")  # AVAILABLE again, delivery count kept
+
+
+def test_session_timeout_fences_member_and_releases_its_records(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    r = asys.ask(a, m.AlterGroupConfigs(G, {"share.record.lock.duration.ms": "60000"}), TIMEOUT)
+    assert r.error == "NONE"
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    frozen.tick(46)
+    d = asys.ask(a, m.DescribeShareGroup(G), TIMEOUT)
+    assert d.group_state == "Empty"
+    assert record(asys, a, 0) == (0, 1, "")  # released at fencing, before its 60 s lock expired
+    assert asys.ask(a, StatusRequest(), TIMEOUT).counts["sessions"] == 0
+
+
+def test_final_epoch_releases_records(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    r = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", -1, (m.ShareAcknowledgePartition(T, 0, ((0, 1, (1,)),)),)), TIMEOUT)
+    assert r.error == "NONE"
+    assert record(asys, a, 5) == (0, 1, "")
+    assert fetch(asys, a, "m1", 2, [(2, 9)]).error == "SHARE_SESSION_NOT_FOUND"
+
+
+def test_alter_group_configs(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    r = asys.ask(a, m.AlterGroupConfigs(G, {"share.heartbeat.interval.ms": "100"}), TIMEOUT)
+    assert r.error == "INVALID_CONFIG" and "group.share.min.heartbeat.interval.ms" in r.message
+    r = asys.ask(a, m.AlterGroupConfigs(G, {"share.heartbeat.interval.ms": "10000", "share.auto.offset.reset": "earliest"}), TIMEOUT)
+    assert r.error == "NONE" and r.configs["share.heartbeat.interval.ms"] == "10000"
+    assert join(asys, a).heartbeat_interval_ms == 10000
+    p = open_session(asys, a, hw=50, lso=7)
+    assert p.start_offset == 7 and p.refetch_from == 7  # earliest
+    desc = asys.ask(a, m.DescribeGroupConfigs(G), TIMEOUT)
+    assert desc.configs["share.auto.offset.reset"] == "earliest" and "share.heartbeat.interval.ms" in desc.overrides
+    r = asys.ask(a, m.AlterGroupConfigs(G, {"share.heartbeat.interval.ms": None}), TIMEOUT)
+    assert "share.heartbeat.interval.ms" not in r.configs
+    r = asys.ask(a, m.AlterGroupConfigs(G, {"share.record.lock.duration.ms": "20000"}, validate_only=True), TIMEOUT)
+    assert r.error == "NONE" and "share.record.lock.duration.ms" not in asys.ask(a, m.DescribeGroupConfigs(G), TIMEOUT).overrides
+
+
+def test_auto_offset_reset_by_duration_asks_for_the_offset(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    asys.ask(a, m.AlterGroupConfigs(G, {"share.auto.offset.reset": "by_duration:PT1H"}), TIMEOUT)
+    join(asys, a)
+    p = open_session(asys, a, hw=1000)
+    assert p.reset_timestamp_ms == 1767225600000 - 3_600_000 and p.acquired == ()
+    r = asys.ask(a, m.ShareFetchCmd(G, "m1", 1, (m.ShareFetchPartition(T, 0, high_watermark=1000, reset_offset=400),)), TIMEOUT)
+    assert r.partitions[0].start_offset == 400
+
+
+def test_delete_share_group_state(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    assert asys.ask(a, m.DeleteShareGroupState(G), TIMEOUT).error == "GROUP_ID_NOT_FOUND"
+    join(asys, a)
+    open_session(asys, a, hw=10)
+    assert asys.ask(a, m.DeleteShareGroupState(G), TIMEOUT).error == "NON_EMPTY_GROUP"
+    asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT)
+    r = asys.ask(a, m.DeleteShareGroupState(G, ((T, 0),)), TIMEOUT)
+    assert r.error == "NONE"
+    assert asys.ask(a, m.DescribeShareGroupOffsets(G, ((T, 0),)), TIMEOUT).partitions[0].start_offset == -1
+    assert asys.ask(a, m.DeleteShareGroupState(G), TIMEOUT).error == "NONE"
+    assert asys.ask(a, m.DescribeShareGroup(G), TIMEOUT).error == "GROUP_ID_NOT_FOUND"
+
+
+def _busy_group(asys, a):
+    join(asys, a, "m1", parts=2)
+    join(asys, a, "m2", parts=2)
+    open_session(asys, a, "m1", hw=0)
+    open_session(asys, a, "m2", hw=0)
+    fetch(asys, a, "m1", 1, [(0, 9), (10, 19)], max_records=5)
+    fetch(asys, a, "m2", 1, [(20, 29)])
+    asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", 2, (m.ShareAcknowledgePartition(T, 0, ((0, 4, (1,)), (5, 9, (2, 3, 1, 0, 2)))),)), TIMEOUT)
+    asys.ask(a, m.AlterGroupConfigs(G, {"share.session.timeout.ms": "50000"}), TIMEOUT)
+
+
+def test_state_survives_restart_of_the_actor_system(sqlite_url, frozen):
+    s1 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        a = start(s1, sqlite_url)
+        _busy_group(s1, a)
+        before = state(s1, a)
+    finally:
+        s1.shutdown()
+    s2 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        b = s2.createActor(ShareGroupActor)
+        conf = s2.ask(b, Configure(cfg(sqlite_url), G), TIMEOUT)
+        assert conf.events_replayed > 0  # no snapshot below the default cadence: a full replay
+        after = state(s2, b)
+        assert after.stream_version == before.stream_version
+        assert after.state == before.state
+        # and it keeps working: the released offsets are re-acquired with delivery count 2
+        open_session(s2, b, "m1", hw=30)
+        r = fetch(s2, b, "m1", 1, [(5, 9)], hw=30)
+        assert r.partitions[0].acquired[0][2] == 2
+    finally:
+        s2.shutdown()
+
+
+def test_snapshot_plus_tail_recovery_equals_full_replay(sqlite_url, frozen):
+    s1 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        a = start(s1, sqlite_url, **{"shoal.share.group.snapshot.every.events": 4})
+        _busy_group(s1, a)
+        before = state(s1, a)
+    finally:
+        s1.shutdown()
+    elog = open_event_log(sqlite_url)
+    snap = elog.load_snapshot(stream_id_for(G))
+    assert snap is not None and 0 < snap.stream_version <= before.stream_version
+    s2 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        b = s2.createActor(ShareGroupActor)
+        conf = s2.ask(b, Configure(cfg(sqlite_url), G), TIMEOUT)
+        assert conf.events_replayed == before.stream_version - snap.stream_version
+        assert state(s2, b).state == before.state
+    finally:
+        s2.shutdown()
+    # a corrupt snapshot is ignored: full replay gives the same state
+    elog.save_snapshot(stream_id_for(G), snap.stream_version, b"not a pickle")
+    s3 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        c = s3.createActor(ShareGroupActor)
+        conf = s3.ask(c, Configure(cfg(sqlite_url), G), TIMEOUT)
+        assert conf.events_replayed == before.stream_version
+        assert state(s3, c).state == before.state
+    finally:
+        s3.shutdown()
+
+
+def test_passivation_after_idle_time_and_rehydration(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url, **{"shoal.share.group.passivate.ms": 1000})
+    join(asys, a)
+    open_session(asys, a, hw=0)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    asys.ask(a, m.ShareFetchCmd(G, "m1", -1, ()), TIMEOUT)  # close the session
+    before = state(asys, a)
+    frozen.tick(2)
+    st = asys.ask(a, StatusRequest(), TIMEOUT)  # delivers the idle wakeup first: snapshot + exit
+    assert st.counts["wakeups"] == 1 and not st.ready
+    assert asys.ask(a, m.DescribeShareGroup(G), 0.5) is None  # the actor is gone
+    elog = open_event_log(sqlite_url)
+    assert elog.load_snapshot(stream_id_for(G)).stream_version == before.stream_version
+    b = asys.createActor(ShareGroupActor)
+    conf = asys.ask(b, Configure(cfg(sqlite_url, **{"shoal.share.group.passivate.ms": 1000}), G), TIMEOUT)
+    assert conf.events_replayed == 0  # rehydrated from the passivation snapshot alone
+    assert state(asys, b).state == before.state
+
+
+def test_no_passivation_while_a_share_session_is_open(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url, **{"shoal.share.group.passivate.ms": 1000})
+    join(asys, a)
+    open_session(asys, a, hw=0)
+    frozen.tick(2)
+    st = asys.ask(a, StatusRequest(), TIMEOUT)
+    assert st.ready and st.counts["sessions"] == 1
+
+
+def test_unknown_messages_exit_request_and_dead_letters(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    r = asys.ask(a, "what is this", TIMEOUT)
+    assert isinstance(r, Failure) and r.error == "INVALID_REQUEST"
+    assert asys.ask(a, StatusRequest(), TIMEOUT).ready  # still alive
+    asys.tell(a, DeadEnvelope(a, m.DescribeShareGroup(G)))
+    asys.tell(a, PoisonMessage(m.DescribeShareGroup(G), "boom"))
+    assert asys.ask(a, StatusRequest(), TIMEOUT).ready  # still alive
+    asys.tell(a, ActorExitRequest())
+    elog = open_event_log(sqlite_url)
+    snap = elog.load_snapshot(stream_id_for(G))
+    assert snap is not None and snap.stream_version == elog.stream_version(stream_id_for(G))
+
+
+def test_two_actors_for_one_group_cannot_both_write(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    b = start(asys, sqlite_url)
+    join(asys, a, "m1")
+    r = asys.ask(b, m.ShareGroupHeartbeatCmd(G, "m2", 0, subscribed_topic_names=("foo",), topics={"foo": (T, 1)}), TIMEOUT)
+    assert r.error == "NOT_COORDINATOR"
+    # b reloaded the stream after the conflict: the next attempt succeeds on fresh state
+    r = asys.ask(b, m.ShareGroupHeartbeatCmd(G, "m2", 0, subscribed_topic_names=("foo",), topics={"foo": (T, 1)}), TIMEOUT)
+    assert r.error == "NONE" and r.member_epoch == 2
+
+
+def test_through_the_journal_actor(asys, sqlite_url, frozen):
+    j = asys.createActor(JournalActor)
+    asys.ask(j, Configure(cfg(sqlite_url, **{"event.log.journal.max.batch": 1}), "journal"), TIMEOUT)
+    a = asys.createActor(ShareGroupActor)
+    assert isinstance(asys.ask(a, Configure(cfg(sqlite_url), G, j), TIMEOUT), Configured)
+    join(asys, a)
+    open_session(asys, a, hw=0)
+    r = fetch(asys, a, "m1", 1, [(0, 9)])
+    assert r.partitions[0].acquired == ((0, 9, 1),)
+    elog = open_event_log(sqlite_url)
+    types = [decode_recorded(e).event_type for e in elog.read_stream(stream_id_for(G))]
+    assert "share.ShareFetchProcessed" in types
+
+
+def test_incremental_session_fetches_partitions_not_named_in_the_request(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a, parts=2)
+    r = asys.ask(a, m.ShareFetchCmd(G, "m1", 0, (m.ShareFetchPartition(T, 0, high_watermark=0),
+                                                 m.ShareFetchPartition(T, 1, high_watermark=0))), TIMEOUT)
+    assert {(p.partition, p.refetch_from) for p in r.partitions} == {(0, 0), (1, 0)}
+    # epoch 1 names only partition 0: partition 1 is still in the session and reported
+    r = fetch(asys, a, "m1", 1, [(0, 9)])
+    by = {p.partition: p for p in r.partitions}
+    assert by[0].acquired == ((0, 9, 1),)
+    assert by[1].refetch_from == 0 and by[1].acquired == ()
+    # forgetting partition 1 removes it from the session
+    r = asys.ask(a, m.ShareFetchCmd(G, "m1", 2, (), forgotten=((T, 1),)), TIMEOUT)
+    assert [p.partition for p in r.partitions] == [0]
+
+
+def test_renew_extends_the_acquisition_lock(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    frozen.tick(20)
+    r = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", 2, (m.ShareAcknowledgePartition(T, 0, ((0, 9, (4,)),)),)), TIMEOUT)
+    assert r.partitions[0].error == "NONE"
+    frozen.tick(15)  # 35 s after the acquisition, 15 s after the renewal
+    asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", 1), TIMEOUT)  # keep the member alive
+    assert record(asys, a, 0) == (1, 1, "m1")
+    frozen.tick(16)  # the renewed lock (20 s + 30 s) has expired; the member has not
+    asys.ask(a, StatusRequest(), TIMEOUT)
+    assert record(asys, a, 0) == (0, 1, "")
+    assert asys.ask(a, m.DescribeShareGroup(G), TIMEOUT).group_state == "Stable"
+
+
+def test_stale_wakeups_are_ignored(asys, sqlite_url, frozen):
+    from datetime import timedelta
+
+    from thespian.actors import WakeupMessage
+
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    before = state(asys, a)
+    frozen.tick(31)  # the lock has expired, but only the real timer may act on it ...
+    asys.tell(a, WakeupMessage(timedelta(seconds=1), ("share-group-timer", 12345)))
+    st = asys.ask(a, StatusRequest(), TIMEOUT)
+    assert st.counts["stale_wakeups"] >= 1
+    # ... and the real one (or the next request) did: the records are available again
+    assert record(asys, a, 0) == (0, 1, "")
+    assert state(asys, a).stream_version == before.stream_version + 1
+    asys.tell(a, WakeupMessage(timedelta(seconds=1), "not ours"))
+    assert asys.ask(a, StatusRequest(), TIMEOUT).ready
+
+
+def test_share_fetch_v2_record_limit_mode_and_renew_only_fetch(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    open_session(asys, a)
+    # batch-optimized (v1 and v2 mode 0): the soft limit ends at the log batch boundary
+    r = fetch(asys, a, "m1", 1, [(0, 99)], max_records=10)
+    assert r.partitions[0].acquired == ((0, 99, 1),)
+    # record-limit (v2 mode 1): exactly max_records new records
+    p = m.ShareFetchPartition(T, 0, fetch_offset=100, log_batches=((100, 199),), high_watermark=200)
+    r = asys.ask(a, m.ShareFetchCmd(G, "m1", 2, (p,), 10, share_acquire_mode=1), TIMEOUT)
+    assert r.partitions[0].acquired == ((100, 109, 1),)
+    assert r.partitions[0].next_fetch_offset == 110
+    # a renew-only ShareFetch processes the RENEW and acquires nothing
+    p = m.ShareFetchPartition(T, 0, acknowledgement_batches=((0, 99, (4,)),), fetch_offset=110,
+                              log_batches=((110, 199),), high_watermark=200)
+    r = asys.ask(a, m.ShareFetchCmd(G, "m1", 3, (p,), 500, is_renew_ack=True), TIMEOUT)
+    assert r.partitions[0].acknowledge_error == "NONE" and r.partitions[0].acquired == ()
