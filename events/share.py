@@ -190,9 +190,9 @@ SHARE_PARTITION_EVENTS: tuple[type[DomainEvent], ...] = (
 @domain_event("share.ShareSnapshotWritten", schema_version=1)
 @dataclass(frozen=True, slots=True)
 class ShareSnapshotWritten(DomainEvent):
-    """A ShareSnapshot record (key version 0) for ``group_id:topic_id:partition``: the complete
+    """A ShareSnapshot record (record type 0) for ``group_id:topic_id:partition``: the complete
     state; replaces whatever was there (Kafka ``ShareCoordinatorShard.handleShareSnapshot``).
-    ``snapshot_epoch`` is a uint16."""
+    ``snapshot_epoch`` is an int32 (Kafka 4.x; a uint16 in the late-2024 schema)."""
 
     group_id: str
     topic_id: str
@@ -207,7 +207,7 @@ class ShareSnapshotWritten(DomainEvent):
 @domain_event("share.ShareUpdateWritten", schema_version=1)
 @dataclass(frozen=True, slots=True)
 class ShareUpdateWritten(DomainEvent):
-    """A ShareUpdate record (key version 1): a delta merged into the current state with the
+    """A ShareUpdate record (record type 1): a delta merged into the current state with the
     state-batch combiner (``ShareCoordinatorShard.handleShareUpdate``). ``start_offset`` and
     ``leader_epoch`` of -1 mean "unchanged"; it carries no state epoch."""
 

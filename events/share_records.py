@@ -2,22 +2,34 @@
 and import: :class:`events.share.ShareSnapshotWritten` / :class:`~events.share.ShareUpdateWritten`
 / :class:`~events.share.ShareStateDeleted` ⇄ (key bytes, value bytes | None).
 
-Framing (``CoordinatorRecordSerde`` / ``MessageUtil.toVersionPrefixedBytes``): a record key is an
-int16 *key version* — the record-type discriminator, 0 = ShareSnapshot, 1 = ShareUpdate
-(``ShareCoordinatorRecordSerde``) — followed by the key message; a value is an int16 value version
-(0) followed by the value message; a tombstone has no value (``None``).
+Framing (Kafka 4.x ``CoordinatorRecordSerde``): a record key is an int16 *record type* — the
+``apiKey`` of the ``coordinator-key`` schema, 0 = ShareSnapshot, 1 = ShareUpdate (the late-2024
+tree used the key version for the same numbers) — followed by the key message; a value is an int16
+value version followed by the value message; a tombstone has no value (``None``). Both values are
+written as **version 0**: the only version either schema has. (The late-2024 tree declared
+``SHARE_UPDATE_RECORD_VALUE_VERSION = 1`` for a schema whose ``validVersions`` is ``"0"``, a
+constant the serde used as the record-type switch; Kafka 4.x writes ShareUpdateValue at version 0,
+``DumpLogSegments`` prints ``"version":"0"``.)
 
-Layouts, from the schemas in ``shared/kafka-schemas/share/`` (big-endian):
+Layouts, Kafka 4.2's ``share-coordinator/src/main/resources/common/message/Share*.json``
+(big-endian):
 
-* ``ShareSnapshotKey`` v0 / ``ShareUpdateKey`` v1, not flexible: ``GroupId`` string (int16 length +
+* ``ShareSnapshotKey`` / ``ShareUpdateKey``, not flexible: ``GroupId`` string (int16 length +
   UTF-8), ``TopicId`` uuid (16 bytes), ``Partition`` int32.
-* ``ShareSnapshotValue`` v0, flexible: ``SnapshotEpoch`` uint16, ``StateEpoch`` int32,
-  ``LeaderEpoch`` int32, ``StartOffset`` int64, ``StateBatches`` compact array (unsigned varint
-  length + 1) of {``FirstOffset`` int64, ``LastOffset`` int64, ``DeliveryState`` int8,
-  ``DeliveryCount`` int16, tagged fields}, tagged fields.
-* ``ShareUpdateValue`` v0, flexible: the same without ``StateEpoch``.
+* ``ShareSnapshotValue`` v0, flexible: ``SnapshotEpoch`` int32, ``StateEpoch`` int32,
+  ``LeaderEpoch`` int32, ``StartOffset`` int64, ``CreateTimestamp`` int64, ``WriteTimestamp``
+  int64, ``StateBatches`` compact array (unsigned varint length + 1) of {``FirstOffset`` int64,
+  ``LastOffset`` int64, ``DeliveryState`` int8, ``DeliveryCount`` int16, tagged fields}, tagged
+  fields (tag 0: ``DeliveryCompleteCount`` int32, default -1, Kafka 4.2 / KIP-1226).
+* ``ShareUpdateValue`` v0, flexible: ``SnapshotEpoch`` int32, ``LeaderEpoch`` int32,
+  ``StartOffset`` int64, ``StateBatches``, tagged fields (tag 0 as above).
 
-Tagged fields are written empty (one ``0`` varint) and skipped on read.
+The late-2024 schemas in ``shared/kafka-schemas/share/`` (``SnapshotEpoch`` uint16, no timestamps)
+never shipped in a release; Kafka 4.x brokers read and write the layout above.
+
+Not carried by the events, hence lossy on import: ``CreateTimestamp`` / ``WriteTimestamp`` (written
+as -1, ``RecordBatch.NO_TIMESTAMP``) and ``DeliveryCompleteCount`` (not written, i.e. its default
+-1: "unknown", which Kafka recomputes when it loads the partition). Tagged fields are skipped on read.
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ __all__ = [
     "SHARE_SNAPSHOT_VALUE_VERSION",
     "SHARE_UPDATE_KEY_VERSION",
     "SHARE_UPDATE_VALUE_VERSION",
+    "NO_TIMESTAMP",
     "RecordDecodeError",
     "decode_share_record",
     "encode_share_record",
@@ -41,17 +54,24 @@ __all__ = [
     "kafka_uuid_to_string",
 ]
 
+#: Record type (the int16 key prefix) of a ShareSnapshot record (Kafka's key ``apiKey`` 0).
 SHARE_SNAPSHOT_KEY_VERSION = 0
+#: Record type of a ShareUpdate record (``apiKey`` 1).
 SHARE_UPDATE_KEY_VERSION = 1
+#: Value version of ShareSnapshotValue (its only version).
 SHARE_SNAPSHOT_VALUE_VERSION = 0
+#: Value version of ShareUpdateValue (its only version; see the module docstring).
 SHARE_UPDATE_VALUE_VERSION = 0
+#: ``CreateTimestamp`` / ``WriteTimestamp`` written for a snapshot (the events carry none).
+NO_TIMESTAMP = -1
 
 ShareRecord = Union[ShareSnapshotWritten, ShareUpdateWritten, ShareStateDeleted]
 
 _H = struct.Struct(">h")
-_HU = struct.Struct(">H")
 _I = struct.Struct(">i")
 _Q = struct.Struct(">q")
+_II = struct.Struct(">ii")
+_QQQ = struct.Struct(">qqq")
 _BATCH = struct.Struct(">qqbh")
 
 
@@ -133,11 +153,11 @@ class _Reader:
             raise RecordDecodeError(f"{len(self.buf) - self.pos} trailing bytes")
 
 
-def _encode_key(version: int, group_id: str, topic_id: str, partition: int) -> bytes:
+def _encode_key(record_type: int, group_id: str, topic_id: str, partition: int) -> bytes:
     g = group_id.encode("utf-8")
     if len(g) > 0x7FFF:
         raise ValueError("group id longer than 32767 bytes")
-    return _H.pack(version) + _H.pack(len(g)) + g + kafka_uuid_from_string(topic_id).bytes + _I.pack(partition)
+    return _H.pack(record_type) + _H.pack(len(g)) + g + kafka_uuid_from_string(topic_id).bytes + _I.pack(partition)
 
 
 def _encode_batches(batches) -> bytes:
@@ -149,36 +169,24 @@ def _encode_batches(batches) -> bytes:
 
 
 def encode_share_record(record: ShareRecord) -> tuple[bytes, Optional[bytes]]:
-    """``(key, value)`` bytes of a share-coordinator record as Kafka writes them to
-    ``__share_group_state``; ``value`` is ``None`` for a tombstone (:class:`ShareStateDeleted`,
-    keyed as a ShareSnapshot). Raises ``TypeError`` for another type, ``ValueError`` (struct.error)
-    for out-of-range fields."""
-    if isinstance(record, ShareSnapshotWritten):
-        key = _encode_key(SHARE_SNAPSHOT_KEY_VERSION, record.group_id, record.topic_id, record.partition)
-        value = (
-            _H.pack(SHARE_SNAPSHOT_VALUE_VERSION)
-            + _HU.pack(record.snapshot_epoch)
-            + _I.pack(record.state_epoch)
-            + _I.pack(record.leader_epoch)
-            + _Q.pack(record.start_offset)
-            + _encode_batches(record.state_batches)
-            + b"\x00"
-        )
-        return key, value
-    if isinstance(record, ShareUpdateWritten):
-        key = _encode_key(SHARE_UPDATE_KEY_VERSION, record.group_id, record.topic_id, record.partition)
-        value = (
-            _H.pack(SHARE_UPDATE_VALUE_VERSION)
-            + _HU.pack(record.snapshot_epoch)
-            + _I.pack(record.leader_epoch)
-            + _Q.pack(record.start_offset)
-            + _encode_batches(record.state_batches)
-            + b"\x00"
-        )
-        return key, value
+    """``(key, value)`` bytes of a share-coordinator record as Kafka 4.x writes them to
+    ``__share_group_state`` (layouts in the module docstring); ``value`` is ``None`` for a
+    tombstone (:class:`ShareStateDeleted`, keyed as a ShareSnapshot). Raises ``TypeError`` for
+    another type, ``ValueError`` for a group id over 32767 UTF-8 bytes and ``struct.error`` for a
+    field out of its Kafka type's range."""
     if isinstance(record, ShareStateDeleted):
         return _encode_key(SHARE_SNAPSHOT_KEY_VERSION, record.group_id, record.topic_id, record.partition), None
-    raise TypeError(f"not a share-coordinator record: {type(record).__name__}")
+    if isinstance(record, ShareSnapshotWritten):
+        record_type, version = SHARE_SNAPSHOT_KEY_VERSION, SHARE_SNAPSHOT_VALUE_VERSION
+        head = _I.pack(record.snapshot_epoch) + _I.pack(record.state_epoch) + _I.pack(record.leader_epoch)
+        head += _Q.pack(record.start_offset) + _Q.pack(NO_TIMESTAMP) + _Q.pack(NO_TIMESTAMP)
+    elif isinstance(record, ShareUpdateWritten):
+        record_type, version = SHARE_UPDATE_KEY_VERSION, SHARE_UPDATE_VALUE_VERSION
+        head = _I.pack(record.snapshot_epoch) + _I.pack(record.leader_epoch) + _Q.pack(record.start_offset)
+    else:
+        raise TypeError(f"not a share-coordinator record: {type(record).__name__}")
+    key = _encode_key(record_type, record.group_id, record.topic_id, record.partition)
+    return key, _H.pack(version) + head + _encode_batches(record.state_batches) + b"\x00"
 
 
 def _read_batches(r: _Reader) -> tuple[tuple[int, int, int, int], ...]:
@@ -200,7 +208,7 @@ def decode_share_record(key: bytes, value: Optional[bytes]) -> ShareRecord:
     r = _Reader(key)
     (key_version,) = r.unpack(_H)
     if key_version not in (SHARE_SNAPSHOT_KEY_VERSION, SHARE_UPDATE_KEY_VERSION):
-        raise RecordDecodeError(f"unknown record type (key version) {key_version}")
+        raise RecordDecodeError(f"unknown record type {key_version}")
     (glen,) = r.unpack(_H)
     if glen < 0:
         raise RecordDecodeError("null group id")
@@ -219,18 +227,16 @@ def decode_share_record(key: bytes, value: Optional[bytes]) -> ShareRecord:
     (value_version,) = v.unpack(_H)
     if value_version != 0:
         raise RecordDecodeError(f"unsupported value version {value_version}")
-    (snapshot_epoch,) = v.unpack(_HU)
+    (snapshot_epoch,) = v.unpack(_I)
     if key_version == SHARE_SNAPSHOT_KEY_VERSION:
-        (state_epoch,) = v.unpack(_I)
+        state_epoch, leader_epoch = v.unpack(_II)
+        start_offset, _create_ts, _write_ts = v.unpack(_QQQ)
+    else:
         (leader_epoch,) = v.unpack(_I)
         (start_offset,) = v.unpack(_Q)
-        batches = _read_batches(v)
-        v.skip_tagged_fields()
-        v.done()
-        return ShareSnapshotWritten(group_id, topic_id, partition, snapshot_epoch, state_epoch, leader_epoch, start_offset, batches)
-    (leader_epoch,) = v.unpack(_I)
-    (start_offset,) = v.unpack(_Q)
     batches = _read_batches(v)
-    v.skip_tagged_fields()
+    v.skip_tagged_fields()  # DeliveryCompleteCount (tag 0) and any unknown tag
     v.done()
+    if key_version == SHARE_SNAPSHOT_KEY_VERSION:
+        return ShareSnapshotWritten(group_id, topic_id, partition, snapshot_epoch, state_epoch, leader_epoch, start_offset, batches)
     return ShareUpdateWritten(group_id, topic_id, partition, snapshot_epoch, leader_epoch, start_offset, batches)

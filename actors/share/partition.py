@@ -551,10 +551,11 @@ class SharePartition:
 
         The number acquired is also capped by the in-flight capacity
         (``max_in_flight_records - (end - start + 1)``, Kafka 4.2); when that is exhausted only
-        re-deliveries inside the cache, up to the end offset, are acquired. ``fetch_offset`` is
-        the offset the log was read from (default :meth:`next_fetch_offset`): AVAILABLE cached
-        records between it and the first fetched batch no longer exist in the log (compaction)
-        and are archived (Kafka 4.2 ``maybeArchiveStaleBatches``). ``batch_size`` is ShareFetch
+        re-deliveries inside the cache, at most ``end - fetch_offset + 1`` of them and none past
+        the end offset, are acquired. ``fetch_offset`` is the offset the log was read from
+        (default :meth:`next_fetch_offset`; Kafka takes it from the fetch, never recomputes it):
+        AVAILABLE cached records between it and the first fetched batch no longer exist in the
+        log (compaction) and are archived (Kafka 4.2 ``maybeArchiveStaleBatches``). ``batch_size`` is ShareFetch
         v1+'s ``BatchSize``: new records are split into in-flight batches of about that many records
         at log-batch boundaries (Kafka 4.2 ``createBatches``, batch-optimized mode); ``None``: one
         in-flight batch per acquisition.
@@ -574,8 +575,9 @@ class SharePartition:
         end = self.end_offset
         in_flight = end - self.start_offset + 1 if batches else 0
         cap = min(max_records, self.max_in_flight_records - in_flight)
-        if cap <= 0:
+        if fetch_offset is None:
             fetch_offset = self.next_fetch_offset()
+        if cap <= 0:
             if fetch_offset > end:
                 return [], []
             cap = min(max_records, end - fetch_offset + 1)
@@ -643,10 +645,8 @@ class SharePartition:
                     batch_size,
                 )
         stale: tuple[tuple[int, int], ...] = ()
-        if batches:
-            fo = self.next_fetch_offset() if fetch_offset is None else fetch_offset
-            if fo < req_first:
-                stale = self._stale_available_ranges(fo, req_first - 1)
+        if batches and fetch_offset < req_first:
+            stale = self._stale_available_ranges(fetch_offset, req_first - 1)
         if not ranges and not stale:
             return [], []
         return [
@@ -814,31 +814,30 @@ class SharePartition:
             )
         ]
 
-    def clone(self) -> "SharePartition":
-        """An independent copy of the whole state (O(batches + exploded offsets))."""
+    def _shallow_clone(self) -> "SharePartition":
+        """A copy with its own offsets and batch lists whose batches are still shared."""
         c = SharePartition.__new__(SharePartition)
         for name in SharePartition.__slots__:
-            if name not in ("_batches", "_firsts"):
-                setattr(c, name, getattr(self, name))
-        c._batches = [b.copy() for b in self._batches]
+            setattr(c, name, getattr(self, name))
+        c._batches = list(self._batches)
         c._firsts = list(self._firsts)
         return c
 
+    def clone(self) -> "SharePartition":
+        """An independent copy of the whole state (O(batches + exploded offsets))."""
+        c = self._shallow_clone()
+        c._batches = [b.copy() for b in self._batches]
+        return c
+
     def _clone_for_acknowledgements(self, ack_batches: Sequence[tuple[int, int, Sequence[int]]]) -> "SharePartition":
-        """A copy that applying these acknowledgements cannot leak into: the batch list is copied,
-        the batches the acknowledgements reach are copied deeply, the others are shared (they are
-        only read until the copy is dropped)."""
-        c = SharePartition.__new__(SharePartition)
-        for name in SharePartition.__slots__:
-            if name not in ("_batches", "_firsts"):
-                setattr(c, name, getattr(self, name))
-        c._batches = list(self._batches)
-        c._firsts = list(self._firsts)
+        """A copy that applying these acknowledgements cannot leak into: the batches the
+        acknowledgements reach are copied deeply, the others are shared (they are only read until
+        the copy is dropped). O(batches) for the lists, deep copies only of the batches reached."""
+        c = self._shallow_clone()
         copied: set[int] = set()
         for first, last, _types in ack_batches:
             lo = max(0, bisect_right(self._firsts, first) - 1)
-            hi = bisect_right(self._firsts, last)
-            for idx in range(lo, hi):
+            for idx in range(lo, bisect_right(self._firsts, last)):
                 if idx not in copied:
                     c._batches[idx] = self._batches[idx].copy()
                     copied.add(idx)

@@ -373,6 +373,9 @@ class ShareStateStore:
         one is recorded by one record through the write path (start offset and state epoch
         unchanged, no batches); the late-2024 tree kept it in memory only. Raises ``ShareError``:
         INVALID_REQUEST (negative partition, no topic id), FENCED_LEADER_EPOCH (stored > request).
+        ``leader_epoch`` -1 (the default) reads without fencing or recording — a Shoal convenience
+        for export and tests; Kafka's share-partition leader always sends its epoch, and Kafka
+        would fence a -1 once an epoch is stored.
         """
         key = self._key(group_id, topic_id, partition)
         stored_leader = self.leader_epochs.get(key)

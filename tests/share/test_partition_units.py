@@ -369,3 +369,19 @@ def test_batch_size_splits_new_records_at_log_batch_boundaries():
     sp.acknowledge(M1, [(60, 119, [1])], 1)
     assert all(b.offset_state is None for b in sp.cached_batches())
     assert [b.last_offset for b in replay(events, "g", TOPIC, 0, max_in_flight_records=1000).cached_batches()] == [59, 119, 199]
+
+
+def test_saturated_acquire_uses_the_callers_fetch_offset():
+    # Kafka 4.2 ``acquire(…, fetchOffset, …)``: at the in-flight limit the window and the stale-batch
+    # check both use the offset the log was read from, not a recomputed next fetch offset. Reading
+    # from 7 says nothing about offset 5 (released, still in the log): it must stay AVAILABLE.
+    sp = sp_(max_in_flight_records=100)
+    sp.acquire(M1, [(o, o) for o in range(100)], 100, 0, 1000)
+    sp.acknowledge(M1, [(5, 5, [2])], 1)
+    assert sp.next_fetch_offset() == 5 and not sp.decide_acquire(M1, [(200, 200)], 10, 2, 1000)[1]
+    events, acquired = sp.decide_acquire(M1, [(7, 7), (8, 8)], 10, 2, 1000, fetch_offset=7)
+    assert (events, acquired) == ([], [])
+    assert sp.record_state(5)[0] == A
+    # read from the next fetch offset, the released record is re-delivered (and only up to the end)
+    events, acquired = sp.decide_acquire(M1, [(5, 5), (6, 6)], 10, 2, 1000, fetch_offset=5)
+    assert acquired == [AcquiredRecords(5, 5, 2)] and events[0].stale_ranges == ()
