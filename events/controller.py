@@ -134,8 +134,11 @@ class PartitionChanged(DomainEvent):
 
 @dataclass(frozen=True, slots=True)
 class SegmentInfo:
-    """A closed log segment as reported by a partition log: offsets ``[base_offset, next_offset)``
-    (``next_offset`` exclusive), ``size_bytes`` and the largest record timestamp in ms."""
+    """A log segment as reported by a partition log: offsets ``[base_offset, next_offset)``
+    (``next_offset`` exclusive), ``size_bytes`` and the largest record timestamp in ms. A
+    reporter lists every segment oldest first, the active one last: Kafka's ``retention.bytes``
+    compares the size of the whole log, active segment included (``UnifiedLog#size``), and
+    an active segment wholly below the high watermark may itself breach retention."""
 
     base_offset: int
     next_offset: int

@@ -140,6 +140,25 @@ class _Writer:
             self.i64(offset)
             self.no_tags()
 
+    def segment_id(self, sid: RemoteLogSegmentId) -> None:
+        """``RemoteLogSegmentIdEntry`` (records 0 and 1): topic partition, segment uuid, tags."""
+        self.topic_id_partition(sid.topic_id_partition)
+        self.uuid(sid.id)
+        self.no_tags()
+
+    def segment_body(self, m: RemoteLogSegmentMetadata | RemoteLogSegmentMetadataSnapshot) -> None:
+        """The fields records 0 and 3 share after the id, in JSON order, with the top-level tags."""
+        self.i64(m.start_offset)
+        self.i64(m.end_offset)
+        self.i32(m.broker_id)
+        self.i64(m.max_timestamp_ms)
+        self.i64(m.event_timestamp_ms)
+        self.epochs(m.segment_leader_epochs)
+        self.i32(m.segment_size_in_bytes)
+        self.compact_nullable_bytes(m.custom_metadata)
+        self.i8(m.state.id)
+        self.txn_tag(m.txn_idx_empty)
+
     def txn_tag(self, txn_idx_empty: bool) -> None:
         if txn_idx_empty:
             self.uvarint(1)  # one tagged field
@@ -160,27 +179,12 @@ def serialize(metadata: RemoteLogMetadata) -> bytes:
     if isinstance(metadata, RemoteLogSegmentMetadata):
         w.uvarint(REMOTE_LOG_SEGMENT_METADATA_API_KEY)
         w.uvarint(WRITE_VERSION)
-        sid = metadata.remote_log_segment_id
-        w.topic_id_partition(sid.topic_id_partition)
-        w.uuid(sid.id)
-        w.no_tags()
-        w.i64(metadata.start_offset)
-        w.i64(metadata.end_offset)
-        w.i32(metadata.broker_id)
-        w.i64(metadata.max_timestamp_ms)
-        w.i64(metadata.event_timestamp_ms)
-        w.epochs(metadata.segment_leader_epochs)
-        w.i32(metadata.segment_size_in_bytes)
-        w.compact_nullable_bytes(metadata.custom_metadata)
-        w.i8(metadata.state.id)
-        w.txn_tag(metadata.txn_idx_empty)
+        w.segment_id(metadata.remote_log_segment_id)
+        w.segment_body(metadata)
     elif isinstance(metadata, RemoteLogSegmentMetadataUpdate):
         w.uvarint(REMOTE_LOG_SEGMENT_METADATA_UPDATE_API_KEY)
         w.uvarint(WRITE_VERSION)
-        sid = metadata.remote_log_segment_id
-        w.topic_id_partition(sid.topic_id_partition)
-        w.uuid(sid.id)
-        w.no_tags()
+        w.segment_id(metadata.remote_log_segment_id)
         w.i32(metadata.broker_id)
         w.i64(metadata.event_timestamp_ms)
         w.compact_nullable_bytes(metadata.custom_metadata)
@@ -198,16 +202,7 @@ def serialize(metadata: RemoteLogMetadata) -> bytes:
         w.uvarint(REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_API_KEY)
         w.uvarint(WRITE_VERSION)
         w.uuid(metadata.segment_id)
-        w.i64(metadata.start_offset)
-        w.i64(metadata.end_offset)
-        w.i32(metadata.broker_id)
-        w.i64(metadata.max_timestamp_ms)
-        w.i64(metadata.event_timestamp_ms)
-        w.epochs(metadata.segment_leader_epochs)
-        w.i32(metadata.segment_size_in_bytes)
-        w.compact_nullable_bytes(metadata.custom_metadata)
-        w.i8(metadata.state.id)
-        w.txn_tag(metadata.txn_idx_empty)
+        w.segment_body(metadata)
     else:
         raise IllegalArgumentException(
             f"RemoteLogMetadataTransform for given RemoteStorageMetadata class: {type(metadata)} does not exist."
@@ -323,30 +318,37 @@ def _txn_empty(tags: dict[str, bytes]) -> bool:
 _SEGMENT_TAGS = {0: "TxnIndexEmpty"}
 
 
+def _read_segment_id(r: _Reader) -> RemoteLogSegmentId:
+    """``RemoteLogSegmentIdEntry`` (records 0 and 1)."""
+    tp = r.topic_id_partition()
+    seg_uuid = r.uuid()
+    r.tags()
+    return RemoteLogSegmentId(tp, seg_uuid)
+
+
+def _read_segment_body(r: _Reader) -> tuple:
+    """The fields records 0 and 3 share after the id: ``(start, end, broker, max_ts, event_ts,
+    epochs, size, custom, state, txn_idx_empty)``."""
+    start, end, broker, max_ts, event_ts = r.i64(), r.i64(), r.i32(), r.i64(), r.i64()
+    epochs = r.epochs()
+    size = r.i32()
+    custom = r.compact_nullable_bytes()
+    state = _segment_state(r.i8())
+    return start, end, broker, max_ts, event_ts, epochs, size, custom, state, _txn_empty(r.tags(_SEGMENT_TAGS))
+
+
 def _read_body(r: _Reader, api_key: int) -> RemoteLogMetadata:
     if api_key == REMOTE_LOG_SEGMENT_METADATA_API_KEY:
-        tp = r.topic_id_partition()
-        seg_uuid = r.uuid()
-        r.tags()
-        start, end, broker, max_ts, event_ts = r.i64(), r.i64(), r.i32(), r.i64(), r.i64()
-        epochs = r.epochs()
-        size = r.i32()
-        custom = r.compact_nullable_bytes()
-        state = _segment_state(r.i8())
-        tags = r.tags(_SEGMENT_TAGS)
-        return RemoteLogSegmentMetadata(
-            RemoteLogSegmentId(tp, seg_uuid), start, end, max_ts, broker, event_ts, size, epochs, state, custom,
-            _txn_empty(tags),
-        )
+        sid = _read_segment_id(r)
+        start, end, broker, max_ts, event_ts, epochs, size, custom, state, txn_empty = _read_segment_body(r)
+        return RemoteLogSegmentMetadata(sid, start, end, max_ts, broker, event_ts, size, epochs, state, custom, txn_empty)
     if api_key == REMOTE_LOG_SEGMENT_METADATA_UPDATE_API_KEY:
-        tp = r.topic_id_partition()
-        seg_uuid = r.uuid()
-        r.tags()
+        sid = _read_segment_id(r)
         broker, event_ts = r.i32(), r.i64()
         custom = r.compact_nullable_bytes()
         state = _segment_state(r.i8())
         r.tags()
-        return RemoteLogSegmentMetadataUpdate(RemoteLogSegmentId(tp, seg_uuid), event_ts, custom, state, broker)
+        return RemoteLogSegmentMetadataUpdate(sid, event_ts, custom, state, broker)
     if api_key == REMOTE_PARTITION_DELETE_API_KEY:
         tp = r.topic_id_partition()
         broker, event_ts = r.i32(), r.i64()
@@ -358,15 +360,8 @@ def _read_body(r: _Reader, api_key: int) -> RemoteLogMetadata:
         return RemotePartitionDeleteMetadata(tp, state, event_ts, broker)
     if api_key == REMOTE_LOG_SEGMENT_METADATA_SNAPSHOT_API_KEY:
         seg_uuid = r.uuid()
-        start, end, broker, max_ts, event_ts = r.i64(), r.i64(), r.i32(), r.i64(), r.i64()
-        epochs = r.epochs()
-        size = r.i32()
-        custom = r.compact_nullable_bytes()
-        state = _segment_state(r.i8())
-        tags = r.tags(_SEGMENT_TAGS)
-        return RemoteLogSegmentMetadataSnapshot(
-            seg_uuid, start, end, max_ts, broker, event_ts, size, custom, state, epochs, _txn_empty(tags)
-        )
+        start, end, broker, max_ts, event_ts, epochs, size, custom, state, txn_empty = _read_segment_body(r)
+        return RemoteLogSegmentMetadataSnapshot(seg_uuid, start, end, max_ts, broker, event_ts, size, custom, state, epochs, txn_empty)
     raise MetadataParseException(f"Unknown metadata id {api_key}")
 
 

@@ -185,6 +185,7 @@ class LogConfig:
     local_retention_ms: int = -2  # local.retention.ms, >= -2
     local_retention_bytes: int = -2  # local.retention.bytes, >= -2
     remote_storage_enable: bool = False  # remote.storage.enable
+    remote_log_copy_disable: bool = False  # remote.log.copy.disable (KIP-950): remote tier read-only
     max_message_bytes: int = 1024 * 1024 + rb.LOG_OVERHEAD  # max.message.bytes, >= 0
     message_timestamp_type: str = "CreateTime"  # message.timestamp.type
 
@@ -192,8 +193,9 @@ class LogConfig:
     def from_properties(cls, props: Mapping[str, str] | None = None) -> "LogConfig":
         """Build from Kafka config keys (string values, e.g. a topic's configs merged over the
         broker's ``log.*`` defaults). Unknown keys are ignored. Raises
-        :class:`config.ConfigError` for non-numbers, values below Kafka's minimum, and
-        ``local.retention.*`` larger than ``retention.*`` (Kafka ``LogConfig#validateValues``)."""
+        :class:`config.ConfigError` for non-numbers, values below Kafka's minimum, and, with
+        ``remote.storage.enable=true`` only, ``local.retention.*`` of -1 or larger than a finite
+        ``retention.*`` (Kafka ``LogConfig#validateRemoteStorageRetentionTime``/``Size``)."""
         p = dict(props or {})
         ts_type = p.get("message.timestamp.type", "CreateTime")
         if ts_type not in ("CreateTime", "LogAppendTime"):
@@ -201,6 +203,9 @@ class LogConfig:
         remote = str(p.get("remote.storage.enable", "false")).strip().lower()
         if remote not in ("true", "false"):
             raise ConfigError(f"Invalid value {remote} for configuration remote.storage.enable")
+        copy_disable = str(p.get("remote.log.copy.disable", "false")).strip().lower()
+        if copy_disable not in ("true", "false"):
+            raise ConfigError(f"Invalid value {copy_disable} for configuration remote.log.copy.disable")
         cfg = cls(
             segment_bytes=_long(p, "segment.bytes", 1024 * 1024 * 1024, 14),
             segment_ms=_long(p, "segment.ms", 7 * 24 * 3600 * 1000, 1),
@@ -214,20 +219,31 @@ class LogConfig:
             local_retention_ms=_long(p, "local.retention.ms", -2, -2),
             local_retention_bytes=_long(p, "local.retention.bytes", -2, -2),
             remote_storage_enable=remote == "true",
+            remote_log_copy_disable=copy_disable == "true",
             max_message_bytes=_long(p, "max.message.bytes", 1024 * 1024 + rb.LOG_OVERHEAD, 0),
             message_timestamp_type=ts_type,
         )
-        if cfg.local_retention_ms_effective != -1 and cfg.retention_ms != -1 and cfg.local_retention_ms_effective > cfg.retention_ms:
-            raise ConfigError(
-                f"Value must not be more than retention.ms property value: {cfg.retention_ms}"
-                f" (local.retention.ms={cfg.local_retention_ms})"
-            )
-        if cfg.local_retention_bytes_effective != -1 and cfg.retention_bytes != -1 and cfg.local_retention_bytes_effective > cfg.retention_bytes:
-            raise ConfigError(
-                f"Value must not be more than retention.bytes property value: {cfg.retention_bytes}"
-                f" (local.retention.bytes={cfg.local_retention_bytes})"
-            )
+        if cfg.remote_storage_enable:
+            # Kafka LogConfig#validateRemoteStorageRetentionTime / ...Size (only under tiering)
+            for local_key, local, total_key, total, unlimited in (
+                ("local.retention.ms", cfg.local_retention_ms, "retention.ms", cfg.retention_ms, cfg.retention_ms == -1),
+                ("local.retention.bytes", cfg.local_retention_bytes, "retention.bytes", cfg.retention_bytes, cfg.retention_bytes <= -1),
+            ):
+                if unlimited or local == -2:
+                    continue
+                if local == -1:
+                    raise ConfigError(f"Invalid value -1 for configuration {local_key}: Value must not be -1 as {total_key} value is set as {total}.")
+                if local > total:
+                    raise ConfigError(
+                        f"Invalid value {local} for configuration {local_key}: Value must not be more than {total_key} property value: {total}"
+                    )
         return cfg
+
+    @property
+    def tiering(self) -> bool:
+        """``remote.storage.enable`` and not ``remote.log.copy.disable``: segments are copied and
+        the local log follows ``local.retention.*`` (Kafka ``remoteLogEnabledAndRemoteCopyEnabled``)."""
+        return self.remote_storage_enable and not self.remote_log_copy_disable
 
     @property
     def local_retention_ms_effective(self) -> int:
@@ -1269,22 +1285,34 @@ class PartitionLog:
         limits are ``local.retention.ms``/``local.retention.bytes`` and a segment is eligible
         only if its end offset ``<= highest offset in remote storage``; the log start offset then
         stays (the remote tier still serves those offsets). Without it, the log start offset moves
-        to the first remaining segment. The active segment is never deleted while it holds data
-        under tiering; without tiering it is rolled first when everything is deletable.
+        to the first remaining segment. Under tiering a non-empty active segment that breaches a
+        rule (wholly below the high watermark) is rolled, not deleted, so that the copy task can
+        tier it and a later pass delete it (Kafka ``UnifiedLog#deletableSegments``); without
+        tiering it is rolled first when everything is deletable.
         Returns the base offsets of the deleted segments."""
         with self._lock:
             self._ensure_open()
-            remote = self.config.remote_storage_enable
+            # Kafka: local.retention.* and "copied first" only while copying to the remote tier
+            # (remoteLogEnabledAndRemoteCopyEnabled); the roll of a breaching active segment
+            # whenever remote storage is enabled (remoteLogEnabled)
+            remote = self.config.tiering
+            rolls_active = self.config.remote_storage_enable
             retention_ms = self.config.local_retention_ms_effective if remote else self.config.retention_ms
             retention_bytes = self.config.local_retention_bytes_effective if remote else self.config.retention_bytes
             deleted: list[int] = []
+
+            roll_active = False
+
+            def below_hw(i: int) -> bool:
+                # Kafka: never delete offsets at or beyond the high watermark
+                is_last = i == len(self._segments) - 1
+                end = (self._segments[i + 1].base_offset - 1) if not is_last else self.log_end_offset - 1
+                return end < self._high_watermark
 
             def eligible(i: int) -> bool:
                 seg = self._segments[i]
                 is_last = i == len(self._segments) - 1
                 end = (self._segments[i + 1].base_offset - 1) if not is_last else self.log_end_offset - 1
-                if end >= self._high_watermark:  # Kafka: only below the high watermark
-                    return False
                 if not remote and self._compaction_floor is not None and end >= self._compaction_floor:
                     return False  # a read hold (controller since) still covers it
                 if remote:
@@ -1295,8 +1323,15 @@ class PartitionLog:
                 return seg.size > 0 or not is_last
 
             def delete_prefix(pred) -> None:
+                nonlocal roll_active
                 n = 0
-                while n < len(self._segments) and eligible(n) and pred(n):
+                while n < len(self._segments) and below_hw(n) and pred(n):
+                    if rolls_active and n == len(self._segments) - 1 and self._segments[n].size > 0:
+                        # Kafka deletableSegments: a breaching active segment is rolled so that
+                        # it can be copied and then deleted by a later pass
+                        roll_active = True
+                    if not eligible(n):
+                        break
                     n += 1
                 if n == 0:
                     return
@@ -1327,6 +1362,8 @@ class PartitionLog:
 
                 if diff[0] > 0:
                     delete_prefix(over_kafka)
+            if roll_active and self._segments[-1].size > 0:
+                self._roll_locked(now_ms)
             if deleted:
                 first = self._segments[0].base_offset
                 if not remote and first > self._log_start_offset:

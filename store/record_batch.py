@@ -359,8 +359,10 @@ def assign_offsets(
     ``maxTimestamp`` that time (CRC recomputed). Returns ``(new bytes, headers as rewritten)``.
 
     Raises :class:`CorruptRecordError` (bad CRC/structure), :class:`InvalidRecordError` (empty
-    input, or a control batch from a client; Kafka ``LogValidator`` refuses those with
-    INVALID_RECORD), :class:`UnsupportedCompressionTypeError`. Sources: Kafka
+    input; an offset range ``lastOffsetDelta + 1`` that is not positive or differs from
+    ``recordsCount``; a count that is not positive; a control batch from a client; a producer id
+    with a negative base sequence — Kafka ``LogValidator#validateBatch`` refuses those with
+    INVALID_RECORD; the records themselves are not counted), :class:`UnsupportedCompressionTypeError`. Sources: Kafka
     ``LogValidator#assignOffsetsNonCompressed``/``validateMessagesAndAssignOffsetsCompressed``
     (magic 2 keeps inner relative offsets, so only the base offset changes)."""
     out = bytearray(records)
@@ -370,8 +372,20 @@ def assign_offsets(
     offset = next_offset
     for h in list(iter_batches(out)):
         h.compression  # raises UnsupportedCompressionTypeError for ids > 4
+        # LogValidator#validateBatch (origin CLIENT, magic 2)
+        count_from_offsets = h.last_offset_delta + 1
+        if count_from_offsets <= 0:
+            raise InvalidRecordError(f"Batch has an invalid offset range: [{h.base_offset}, {h.last_offset}]")
+        if h.records_count <= 0:
+            raise InvalidRecordError(f"Invalid reported count for record batch: {h.records_count}")
+        if count_from_offsets != h.records_count:
+            raise InvalidRecordError(
+                f"Inconsistent batch offset range [{h.base_offset}, {h.last_offset}] and count of records {h.records_count}"
+            )
         if h.is_control_batch:
             raise InvalidRecordError("clients may not produce control batches")
+        if h.producer_id >= 0 and h.base_sequence < 0:
+            raise InvalidRecordError(f"Invalid sequence number {h.base_sequence} in record batch with producerId {h.producer_id}")
         set_base_offset(out, offset, h.position)
         set_partition_leader_epoch(out, partition_leader_epoch, h.position)
         if log_append_time_ms is not None:

@@ -25,8 +25,15 @@ local segment is deleted only once its end offset is ``<=`` the highest offset i
 which only COPY_SEGMENT_FINISHED advances. On restart :meth:`RemoteLogManager.reconcile` deletes
 (DELETE_SEGMENT_STARTED → delete → DELETE_SEGMENT_FINISHED) every segment left in
 COPY_SEGMENT_STARTED or DELETE_SEGMENT_STARTED, deletes remote data no metadata refers to, and
-retires COPY_SEGMENT_FINISHED entries whose data is missing; the copy task then re-uploads from the
-local segments (which were kept, since they were never marked copied).
+retires COPY_SEGMENT_FINISHED entries whose data is missing; the copy task then re-uploads the
+segments that were left in COPY_SEGMENT_STARTED from the local segments (which were kept, since
+they were never marked copied).
+
+Limit (as in Kafka, which trusts its RemoteStorageManager): a COPY_SEGMENT_FINISHED segment whose
+remote data vanished is retired but **not** re-uploaded, because the copied offset
+(``highestOffsetForEpoch``, never lowered, and the log's highest offset in remote storage) already
+covers it; its offsets stay unreadable from the remote tier and local retention may delete the
+local copy. Remote data loss is an operator error that reconciliation logs, not repairs.
 """
 
 from __future__ import annotations
@@ -439,13 +446,15 @@ class RemoteLogManager:
 
     def copy_log_segments_to_remote(self, tp: TopicIdPartition, now_ms: int) -> list[RemoteLogSegmentMetadata]:
         """Kafka ``RLMCopyTask#copyLogSegmentsToRemote``: upload every rolled segment whose end
-        is below the last stable offset and above the highest copied offset, oldest first.
+        is below the last stable offset and above the highest copied offset, oldest first; nothing while the topic has ``remote.log.copy.disable=true`` (KIP-950).
         Returns the metadata (COPY_SEGMENT_FINISHED) of the segments copied. Raises
         :class:`RemoteStorageException` if an upload fails (after deleting what it wrote)."""
         with self._lock:
             st = self._partitions[tp]
             plog = st.log
-            if st.copy_disabled:
+            if st.copy_disabled or plog.config.remote_log_copy_disable:
+                # CustomMetadataSizeLimitExceeded stopped the task, or remote.log.copy.disable=true
+                # (KIP-950: Kafka cancels the RLMCopyTask; expiry and remote reads go on)
                 return []
             if st.copied_offset is None:
                 entries = [(e.epoch, e.start_offset) for e in plog.leader_epoch_cache.entries()]
@@ -587,7 +596,9 @@ class RemoteLogManager:
         """Restart repair (see the module docstring): removes staging leftovers, deletes segments
         left in COPY_SEGMENT_STARTED / DELETE_SEGMENT_STARTED and COPY_SEGMENT_FINISHED ones
         whose data is missing, and deletes remote data no live metadata refers to. Resets the
-        copy position so the copy task re-uploads what is missing. Returns the plan executed."""
+        copy position (recomputed from the RLMM) so the copy task re-uploads segments that never
+        reached COPY_SEGMENT_FINISHED (see the module docstring for the missing-data limit).
+        Returns the plan executed."""
         with self._lock:
             st = self._partitions[tp]
             cleanup = getattr(self.rsm, "cleanup_incomplete", None)

@@ -286,11 +286,7 @@ class LocalDirectoryRemoteStorageManager(RemoteStorageManager):
         try:
             for d in (self.segment_dir(md), self._staging_dir(md)):
                 if d.exists():
-                    doomed = d.parent / f".deleting-{uuid.uuid4().hex}"
-                    os.rename(d, doomed)
-                    if self._fsync:
-                        _fsync_path(d.parent)
-                    shutil.rmtree(doomed)
+                    self._remove_dir(d)
         except OSError as exc:
             raise RemoteStorageException(f"delete of {md.remote_log_segment_id} failed: {exc}") from exc
 
@@ -321,11 +317,20 @@ class LocalDirectoryRemoteStorageManager(RemoteStorageManager):
         if d.is_dir():
             for p in d.iterdir():
                 if p.name.endswith(name_suffix) and not p.name.startswith("."):
-                    doomed = d / f".deleting-{uuid.uuid4().hex}"
-                    os.rename(p, doomed)
-                    shutil.rmtree(doomed)
+                    self._remove_dir(p)
                     removed = True
         return removed
+
+    def _remove_dir(self, d: Path) -> None:
+        """Remove a segment directory so that no reader ever sees it half-deleted: rename it to
+        ``.deleting-<random>`` (atomic), fsync the parent, then remove the renamed tree (a crash
+        in between leaves a ``.deleting-`` leftover for :meth:`cleanup_incomplete`). Raises
+        ``OSError``."""
+        doomed = d.parent / f".deleting-{uuid.uuid4().hex}"
+        os.rename(d, doomed)
+        if self._fsync:
+            _fsync_path(d.parent)
+        shutil.rmtree(doomed)
 
     def cleanup_incomplete(self) -> int:
         """Remove staging and half-deleted directories left by a crash (startup). Returns how

@@ -327,14 +327,14 @@ class MutableAntichain:
 
 class ReadPolicy:
     """Derives the implied capability from the upper: ``frontier(upper, segments, now_ms)``.
-    ``segments`` are the closed segments reported by the partition log, ``now_ms`` the decision
+    ``segments`` are the segments reported by the partition log (oldest first, active last), ``now_ms`` the decision
     time. Subclasses are immutable and convert to/from dicts for events."""
 
     __slots__ = ()
     time_dependent = False
 
     def frontier(self, upper: Frontier, segments: Sequence[SegmentInfo] = (), now_ms: int = 0) -> Frontier:
-        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported closed ``segments`` and the decision time ``now_ms``."""
+        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported ``segments`` and the decision time ``now_ms``."""
         raise NotImplementedError
 
     def to_dict(self) -> dict[str, Any]:
@@ -360,11 +360,11 @@ class NoPolicy(ReadPolicy):
         self.initial_since = initial_since
 
     def frontier(self, upper: Frontier, segments: Sequence[SegmentInfo] = (), now_ms: int = 0) -> Frontier:
-        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported closed ``segments`` and the decision time ``now_ms``."""
+        """Always ``initial_since``, whatever the upper."""
         return self.initial_since
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict form stored in events (inverse: :func:`policy_from_dict`)."""
+        """``{"kind": "no_policy", "initial_since": since}``."""
         return {"kind": "no_policy", "initial_since": self.initial_since}
 
 
@@ -377,11 +377,11 @@ class ValidFrom(ReadPolicy):
         self.since = since
 
     def frontier(self, upper: Frontier, segments: Sequence[SegmentInfo] = (), now_ms: int = 0) -> Frontier:
-        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported closed ``segments`` and the decision time ``now_ms``."""
+        """Always the fixed ``since`` (``None`` = ``{}``: drop)."""
         return self.since
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict form stored in events (inverse: :func:`policy_from_dict`)."""
+        """``{"kind": "valid_from", "since": since}`` (``None`` = ``{}``)."""
         return {"kind": "valid_from", "since": self.since}
 
 
@@ -391,13 +391,13 @@ class StepBack(ReadPolicy):
     __slots__ = ()
 
     def frontier(self, upper: Frontier, segments: Sequence[SegmentInfo] = (), now_ms: int = 0) -> Frontier:
-        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported closed ``segments`` and the decision time ``now_ms``."""
+        """``upper - 1``; ``{0}`` for an upper of ``{0}`` or ``{}``."""
         if upper is None or upper == 0:
             return 0
         return upper - 1
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict form stored in events (inverse: :func:`policy_from_dict`)."""
+        """``{"kind": "step_back"}``."""
         return {"kind": "step_back"}
 
 
@@ -416,7 +416,7 @@ class LagWrites(ReadPolicy):
         self.max_granularity = max_granularity
 
     def frontier(self, upper: Frontier, segments: Sequence[SegmentInfo] = (), now_ms: int = 0) -> Frontier:
-        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported closed ``segments`` and the decision time ``now_ms``."""
+        """``{0}`` for ``{}``; ``{u}`` for lag 0; else ``max(u - lag, 0)`` rounded down to ``min(lag, max_granularity)``."""
         if upper is None:
             return 0
         if self.lag == 0:
@@ -428,16 +428,18 @@ class LagWrites(ReadPolicy):
         return t - t % g
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict form stored in events (inverse: :func:`policy_from_dict`)."""
+        """``{"kind": "lag_writes", "lag": offsets, "max_granularity": offsets}``."""
         return {"kind": "lag_writes", "lag": self.lag, "max_granularity": self.max_granularity}
 
 
 class Retention(ReadPolicy):
     """Kafka's log retention as a read policy: the since may advance to the end of the longest
-    prefix of closed segments that ``retention.ms`` or ``retention.bytes`` allow deleting
+    prefix of segments that ``retention.ms`` or ``retention.bytes`` allow deleting
     (``UnifiedLog.deleteRetentionMsBreachedSegments`` / ``deleteRetentionSizeBreachedSegments``):
 
-    * only segments entirely below the upper (high watermark) are candidates;
+    * ``segments`` are the log's segments oldest first, the active one included (Kafka's size
+      rule compares the whole log's size); only segments entirely below the upper (high
+      watermark) are candidates;
     * by time: a segment is deletable while ``now_ms - max_timestamp_ms > retention_ms``
       (``retention_ms < 0``: unlimited);
     * by size: with ``diff = total_bytes - retention_bytes``, a segment is deletable while
@@ -456,7 +458,7 @@ class Retention(ReadPolicy):
         self.delete = delete
 
     def frontier(self, upper: Frontier, segments: Sequence[SegmentInfo] = (), now_ms: int = 0) -> Frontier:
-        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported closed ``segments`` and the decision time ``now_ms``."""
+        """The end of the longest deletable prefix of ``segments`` below ``upper`` at ``now_ms`` (class docstring)."""
         if not segments:
             return 0
         base = segments[0].base_offset
@@ -479,7 +481,7 @@ class Retention(ReadPolicy):
         return result
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict form stored in events (inverse: :func:`policy_from_dict`)."""
+        """``{"kind": "retention", "retention_ms": ms, "retention_bytes": bytes, "delete": bool}``."""
         return {
             "kind": "retention",
             "retention_ms": self.retention_ms,
@@ -502,14 +504,14 @@ class Multiple(ReadPolicy):
         return any(p.time_dependent for p in self.policies)
 
     def frontier(self, upper: Frontier, segments: Sequence[SegmentInfo] = (), now_ms: int = 0) -> Frontier:
-        """The implied capability for ``upper`` (offsets; ``None`` = ``{}``), the reported closed ``segments`` and the decision time ``now_ms``."""
+        """The meet (minimum) of the member policies' frontiers; ``{}`` with no members."""
         out: Frontier = None
         for p in self.policies:
             out = meet(out, p.frontier(upper, segments, now_ms))
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-able dict form stored in events (inverse: :func:`policy_from_dict`)."""
+        """``{"kind": "multiple", "policies": [member dicts]}``."""
         return {"kind": "multiple", "policies": [p.to_dict() for p in self.policies]}
 
 

@@ -15,7 +15,8 @@ and :mod:`actors.controller.frontiers` (Materialize's storage collections):
 * deleting a topic requests the drop of its collections (they vanish once holds drain);
 * hold commands of holders named ``share:<group>`` are applied only for topics with the Shoal
   extension ``share.groups.hold.retention=true`` (otherwise ignored: Kafka never lets readers hold
-  retention); releases are always applied.
+  retention); releases are always applied, also those inside an ignored command (a hold moved
+  after the topic opted out is released, not kept).
 """
 
 from __future__ import annotations
@@ -154,7 +155,8 @@ def policies_for_topic(configs: Mapping[str, str | None]) -> tuple[fr.ReadPolicy
     """The read policies a topic's effective configs give ``(partition log, local tier)``:
     Kafka's retention (``retention.ms``, ``retention.bytes``; deletion only with
     ``cleanup.policy`` containing ``delete``) and the local-tier retention (``local.retention.*``,
-    ``-2`` = same as ``retention.*``, ``LogConfig.localRetentionMs/Bytes``)."""
+    ``-2`` = same as ``retention.*``, ``LogConfig.localRetentionMs/Bytes``; under
+    ``remote.log.copy.disable=true`` validation already forces them equal)."""
     rms = int(configs["retention.ms"] or -1)
     rbytes = int(configs["retention.bytes"] or -1)
     delete = "delete" in str(configs["cleanup.policy"] or "").split(",")
@@ -263,17 +265,28 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
     if isinstance(cmd, fr.ChangeReadHolds):
         positive = any(d > 0 for _, _, d in cmd.changes)
         if not _share_gate(state, cmd.holder, [c for c, _, _ in cmd.changes], positive):
-            return Decision([], "IGNORED")
+            # not opted in (any more): the new holds are ignored, releases still apply so that a
+            # hold placed while the topic opted in cannot pin its since forever
+            return _ignored(state, fr.ChangeReadHolds(cmd.holder, tuple(c for c in cmd.changes if c[2] < 0)), now_ms)
     elif isinstance(cmd, fr.AcquireReadHolds):
         if not _share_gate(state, cmd.holder, cmd.collection_ids, True):
             return Decision([], "IGNORED")
     elif isinstance(cmd, fr.DowngradeReadHold):
         if not _share_gate(state, cmd.holder, [cmd.collection_id], cmd.frontier is not None):
-            return Decision([], "IGNORED")
+            return _ignored(state, fr.DowngradeReadHold(cmd.holder, cmd.collection_id, None), now_ms)
     res = fr.decide(state.frontiers, cmd, now_ms)
     if isinstance(res, fr.Rejected):
         return res
     return Decision(res, None)
+
+
+def _ignored(state: ControllerState, release: fr.ChangeReadHolds | fr.DowngradeReadHold, now_ms: int) -> Decision | fr.Rejected:
+    """A share hold refused by the opt-in gate: apply only ``release`` (the holder's releases),
+    reply ``"IGNORED"``."""
+    if isinstance(release, fr.ChangeReadHolds) and not release.changes:
+        return Decision([], "IGNORED")
+    res = fr.decide(state.frontiers, release, now_ms)
+    return res if isinstance(res, fr.Rejected) else Decision(res, "IGNORED")
 
 
 def _partition(state: ControllerState, topic: str, partition: int) -> tuple[tp.Topic, tp.Partition] | PartitionResult:

@@ -71,6 +71,8 @@ __all__ = [
 
 NO_LEADER = -1
 MAX_NAME_LENGTH = 249
+#: ``Topic.CLUSTER_METADATA_TOPIC_NAME``: CreateTopics refuses it (``ControllerApis#createTopics``).
+CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
 #: ``LegacyRecord.RECORD_OVERHEAD_V0``: the minimum ``segment.bytes``.
 RECORD_OVERHEAD_V0 = 14
 
@@ -598,6 +600,19 @@ def _validate_topic_configs(state: TopicsState, configs: Mapping[str, str], exis
                 raise _ApiError("INVALID_CONFIG", f"Invalid value -1 for configuration local.retention.ms: Value must not be -1 as retention.ms value is set as {rm}.")
             if lrm > rm:
                 raise _ApiError("INVALID_CONFIG", f"Invalid value {lrm} for configuration local.retention.ms: Value must not be more than retention.ms property value: {rm}")
+        if parsed["remote.log.copy.disable"]:  # LogConfig#validateRetentionConfigsWhenRemoteCopyDisabled
+            if lrb != -2 and lrb != rb:
+                raise _ApiError(
+                    "INVALID_CONFIG",
+                    "When `remote.log.copy.disable` is set to true, the `local.retention.bytes` and `retention.bytes` must be set "
+                    "to the identical value because there will be no more logs copied to the remote storage.",
+                )
+            if lrm != -2 and lrm != rm:
+                raise _ApiError(
+                    "INVALID_CONFIG",
+                    "When `remote.log.copy.disable` is set to true, the `local.retention.ms` and `retention.ms` must be set "
+                    "to the identical value because there will be no more logs copied to the remote storage.",
+                )
     else:
         was = str(existing.get("remote.storage.enable", "false")).lower() == "true"
         if was and not parsed["remote.log.delete.on.disable"]:
@@ -665,7 +680,8 @@ def _create_one(state: TopicsState, t: CreatableTopic, topic_id: str) -> tuple[T
 def decide_create_topics(state: TopicsState, cmd: CreateTopics, now_ms: int = 0) -> tuple[list[Any], list[CreateTopicResult]]:
     """Kafka's ``createTopics``: per-topic validation and results (not all-or-nothing).
 
-    Order: duplicate names in the request (INVALID_REQUEST "Duplicate topic name."), name
+    Order: duplicate names in the request (INVALID_REQUEST "Duplicate topic name.", one result
+    per name, ``ControllerApis#createTopics``), ``__cluster_metadata`` (INVALID_REQUEST), name
     validity (INVALID_TOPIC_EXCEPTION, incl. ``.``/``_`` collisions), TOPIC_ALREADY_EXISTS,
     configs (INVALID_CONFIG), assignment (INVALID_REQUEST / INVALID_REPLICA_ASSIGNMENT),
     INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS. Returns ``(events, results)``: one
@@ -679,10 +695,16 @@ def decide_create_topics(state: TopicsState, cmd: CreateTopics, now_ms: int = 0)
     events: list[Any] = []
     results: list[CreateTopicResult] = []
     taken_ids: set[str] = set(state.used_ids)
+    reported: set[str] = set()
     for t in cmd.topics:
+        if t.name in reported:
+            continue  # ControllerApis#createTopics: one result per duplicated name
         try:
             if counts[t.name] > 1:
+                reported.add(t.name)
                 raise _ApiError("INVALID_REQUEST", "Duplicate topic name.")
+            if t.name == CLUSTER_METADATA_TOPIC_NAME:
+                raise _ApiError("INVALID_REQUEST", f"Creation of internal topic {CLUSTER_METADATA_TOPIC_NAME} is prohibited.")
             bad = validate_topic_name(t.name)
             if bad:
                 raise _ApiError("INVALID_TOPIC_EXCEPTION", bad)
@@ -707,38 +729,68 @@ def decide_create_topics(state: TopicsState, cmd: CreateTopics, now_ms: int = 0)
 
 
 def decide_delete_topics(state: TopicsState, cmd: DeleteTopics, now_ms: int = 0) -> tuple[list[Any], list[DeleteTopicResult]]:
-    """Kafka's DeleteTopics: per topic, UNKNOWN_TOPIC_OR_PARTITION for an unknown name,
-    UNKNOWN_TOPIC_ID for an unknown id, INVALID_REQUEST for a topic named twice. Returns
-    ``(events, results)`` with one :class:`TopicDeleted` per deleted topic."""
-    events: list[Any] = []
-    results: list[DeleteTopicResult] = []
-    seen: set[str] = set()
-    targets: list[tuple[str | None, str | None]] = [(n, None) for n in cmd.names] + [(None, i) for i in cmd.topic_ids]
-    for name, tid in targets:
-        topic: Topic | None
-        if name is not None:
-            topic = state.topics.get(name)
-            if topic is None:
-                results.append(DeleteTopicResult(name, None, "UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition."))
-                continue
-        else:
-            assert tid is not None
-            canon = tid
-            if tid not in state.names_by_id:
-                try:
-                    canon = topic_id_from_kafka(tid)
-                except ValueError:
-                    canon = tid
-            topic = state.topic_by_id(canon)
-            if topic is None:
-                results.append(DeleteTopicResult(None, tid, "UNKNOWN_TOPIC_ID", "This server does not host this topic ID."))
-                continue
-        if topic.topic_id in seen:
-            results.append(DeleteTopicResult(topic.name, topic.topic_id, "INVALID_REQUEST", "Duplicate topic in request."))
+    """Kafka's DeleteTopics (``ControllerApis#deleteTopics``): a name given more than once gets
+    one INVALID_REQUEST "Duplicate topic name." result, an id given more than once (hex and
+    base64 forms are the same id) one "Duplicate topic id.", and a name that maps to an id also
+    given one "The provided topic name maps to an ID that was already supplied." (the id gets no
+    result of its own, as in Kafka); none of those topics is deleted. Otherwise an unknown name
+    is UNKNOWN_TOPIC_OR_PARTITION, an unknown id UNKNOWN_TOPIC_ID. Returns ``(events, results)``:
+    one :class:`TopicDeleted` per deleted topic, results in request order (first occurrences;
+    Kafka shuffles them)."""
+    def canonical(tid: str) -> str:
+        if tid in state.names_by_id:
+            return tid
+        try:
+            return topic_id_from_kafka(tid)
+        except ValueError:
+            try:
+                return str(uuid.UUID(tid))
+            except ValueError:
+                return tid
+
+    name_counts: dict[str, int] = {}
+    for n in cmd.names:
+        name_counts[n] = name_counts.get(n, 0) + 1
+    ids = [canonical(t) for t in cmd.topic_ids]
+    id_counts: dict[str, int] = {}
+    for i in ids:
+        id_counts[i] = id_counts.get(i, 0) + 1
+    by_name: dict[str, DeleteTopicResult] = {}
+    by_id: dict[str, DeleteTopicResult] = {}
+    to_delete: dict[str, Topic] = {}  # topic id -> topic, in the order they are accepted
+    for tid in dict.fromkeys(ids):
+        if id_counts[tid] > 1:
+            by_id[tid] = DeleteTopicResult(None, tid, "INVALID_REQUEST", "Duplicate topic id.")
             continue
-        seen.add(topic.topic_id)
+        topic = state.topic_by_id(tid)
+        if topic is None:
+            by_id[tid] = DeleteTopicResult(None, tid, "UNKNOWN_TOPIC_ID", "This server does not host this topic ID.")
+        else:
+            to_delete[tid] = topic
+    for name in dict.fromkeys(cmd.names):
+        if name_counts[name] > 1:
+            by_name[name] = DeleteTopicResult(name, None, "INVALID_REQUEST", "Duplicate topic name.")
+            continue
+        topic = state.topics.get(name)
+        if topic is None:
+            by_name[name] = DeleteTopicResult(name, None, "UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+        elif topic.topic_id in to_delete or id_counts.get(topic.topic_id, 0) > 1:
+            to_delete.pop(topic.topic_id, None)
+            by_name[name] = DeleteTopicResult(
+                name, topic.topic_id, "INVALID_REQUEST", "The provided topic name maps to an ID that was already supplied."
+            )
+        else:
+            to_delete[topic.topic_id] = topic
+    events: list[Any] = []
+    for tid, topic in to_delete.items():
         events.append(TopicDeleted(topic.topic_id, topic.name))
-        results.append(DeleteTopicResult(topic.name, topic.topic_id))
+        result = DeleteTopicResult(topic.name, topic.topic_id)
+        if topic.name in name_counts:
+            by_name[topic.name] = result
+        else:
+            by_id[tid] = result
+    results = [by_name[n] for n in dict.fromkeys(cmd.names) if n in by_name]
+    results += [by_id[i] for i in dict.fromkeys(ids) if i in by_id]
     return events, results
 
 

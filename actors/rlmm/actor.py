@@ -103,7 +103,11 @@ class RlmmPartitionActor(EventSourcedActor):
 
     # --- recovery ----------------------------------------------------------------------------
     def receiveMsg_Configure(self, msg: Configure, sender: Any) -> None:
-        """Handle ``Configure`` (protocol in the module docstring)."""
+        """``Configure(config, "rlmm:<p>", journal)``: validate the name against
+        ``remote.log.metadata.topic.num.partitions`` (``Failure("InvalidConfigurationException")``
+        otherwise), attach the event log, load the latest snapshot (an undecodable one is ignored:
+        full replay) and start folding the tail with :class:`RecoverStep`; ``Configured`` is sent
+        to the configurer once caught up."""
         try:
             p = parse_metadata_partition(msg.name)
             n = int(msg.config.get("remote.log.metadata.topic.num.partitions", DEFAULT_NUM_PARTITIONS))
@@ -132,7 +136,10 @@ class RlmmPartitionActor(EventSourcedActor):
         self.send(self.myAddress, RecoverStep(self._generation))
 
     def receiveMsg_RecoverStep(self, msg: RecoverStep, sender: Any) -> None:
-        """Handle ``RecoverStep`` (protocol in the module docstring)."""
+        """Fold one page (``shoal.rlmm.recovery.page.events``) of the stream tail; send
+        another step while pages come back full, else mark the state initialized, become ready,
+        maybe snapshot and answer ``Configured(name, position, events_replayed)``. Steps of an
+        older ``Configure`` (generation) are ignored."""
         if msg.generation != self._generation or self.ready or self.state is None:
             return
         batch = self.event_log.read_stream(self.name, self.state.version + 1, limit=self.page)
@@ -156,15 +163,24 @@ class RlmmPartitionActor(EventSourcedActor):
 
     # --- writes --------------------------------------------------------------------------------
     def receiveMsg_AddRemoteLogSegmentMetadata(self, msg: AddRemoteLogSegmentMetadata, sender: Any) -> None:
-        """Handle ``AddRemoteLogSegmentMetadata`` (protocol in the module docstring)."""
+        """``addRemoteLogSegmentMetadata``: NotReady before recovery;
+        ``Failure`` (NullPointerException / IllegalArgumentException, no event) for metadata not in
+        COPY_SEGMENT_STARTED or of another metadata partition; else append, fold and answer
+        :class:`MetadataStored` (or ``Failure("KafkaException", …)`` when no user partition is
+        registered here — the event is stored anyway, as Kafka's T1/T2)."""
         self._write(sender, lambda: decide_add(msg.metadata), lambda: msg.metadata.topic_id_partition)
 
     def receiveMsg_UpdateRemoteLogSegmentMetadata(self, msg: UpdateRemoteLogSegmentMetadata, sender: Any) -> None:
-        """Handle ``UpdateRemoteLogSegmentMetadata`` (protocol in the module docstring)."""
+        """``updateRemoteLogSegmentMetadata``: as
+        :meth:`receiveMsg_AddRemoteLogSegmentMetadata`; an update to COPY_SEGMENT_STARTED is
+        refused with ``Failure("IllegalArgumentException")``. Invalid transitions are stored and
+        dropped when folded (``MetadataStored.applied`` is then ``False``), as in Kafka 3.7+."""
         self._write(sender, lambda: decide_update(msg.update), lambda: msg.update.topic_id_partition)
 
     def receiveMsg_PutRemotePartitionDeleteMetadata(self, msg: PutRemotePartitionDeleteMetadata, sender: Any) -> None:
-        """Handle ``PutRemotePartitionDeleteMetadata`` (protocol in the module docstring)."""
+        """``putRemotePartitionDeleteMetadata``: append and fold
+        (no state check, as Kafka); DELETE_PARTITION_FINISHED removes the partition's cache.
+        Replies as :meth:`receiveMsg_AddRemoteLogSegmentMetadata`."""
         self._write(sender, lambda: decide_put_partition_delete(msg.metadata), lambda: msg.metadata.topic_id_partition)
 
     def _write(self, sender: Any, decide: Callable[[], Any], tp_of: Callable[[], TopicIdPartition]) -> None:
@@ -189,7 +205,7 @@ class RlmmPartitionActor(EventSourcedActor):
         expected = state.version
 
         def then(results: Any) -> None:
-            """Handle ``then`` (protocol in the module docstring)."""
+            """After the append: on a version conflict fold the other writer's events and retry (up to 3 attempts), else fold the event and reply."""
             if isinstance(results, PersistError):
                 if results.error == "CONCURRENCY" and attempt < _MAX_WRITE_ATTEMPTS:
                     self._catch_up()  # another writer appended to the stream: fold it, retry
@@ -233,36 +249,48 @@ class RlmmPartitionActor(EventSourcedActor):
         self.send(sender, RlmmReply(value))
 
     def receiveMsg_GetNextSegmentWithTxnIndex(self, msg: GetNextSegmentWithTxnIndex, sender: Any) -> None:
-        """Handle ``GetNextSegmentWithTxnIndex`` (protocol in the module docstring)."""
+        """Kafka 4.0 ``nextSegmentWithTxnIndex(tp, epoch, offset)`` →
+        ``RlmmReply(metadata or None)``; ``Failure`` (RemoteResourceNotFoundException for an
+        unregistered or deleted partition) otherwise."""
         self._query(sender, msg.topic_id_partition, lambda c: c.next_segment_with_txn_index(msg.leader_epoch, msg.offset))
 
     def receiveMsg_GetRemoteLogSegmentMetadata(self, msg: GetRemoteLogSegmentMetadata, sender: Any) -> None:
-        """Handle ``GetRemoteLogSegmentMetadata`` (protocol in the module docstring)."""
+        """``remoteLogSegmentMetadata(tp, epoch, offset)`` →
+        ``RlmmReply(COPY_SEGMENT_FINISHED metadata holding offset (inclusive), or None)``;
+        ``Failure("RemoteResourceNotFoundException")`` for an unregistered or deleted partition."""
         self._query(sender, msg.topic_id_partition, lambda c: c.remote_log_segment_metadata(msg.leader_epoch, msg.offset))
 
     def receiveMsg_GetRemoteLogSize(self, msg: GetRemoteLogSize, sender: Any) -> None:
-        """Handle ``GetRemoteLogSize`` (protocol in the module docstring)."""
+        """``remoteLogSize(tp, epoch)`` → ``RlmmReply(bytes)``: the sizes of the
+        epoch's listed segments (COPY_SEGMENT_STARTED to DELETE_SEGMENT_STARTED), each counted once
+        per epoch it spans."""
         self._query(sender, msg.topic_id_partition,
                     lambda c: sum(m.segment_size_in_bytes for m in c.list_remote_log_segments(msg.leader_epoch)))
 
     def receiveMsg_GetHighestOffsetForEpoch(self, msg: GetHighestOffsetForEpoch, sender: Any) -> None:
-        """Handle ``GetHighestOffsetForEpoch`` (protocol in the module docstring)."""
+        """``highestOffsetForEpoch(tp, epoch)`` → ``RlmmReply(offset
+        (inclusive) or None)``; never lowered by deletes (KAFKA-12641)."""
         self._query(sender, msg.topic_id_partition, lambda c: c.highest_offset_for_epoch(msg.leader_epoch))
 
     def receiveMsg_ListRemoteLogSegments(self, msg: ListRemoteLogSegments, sender: Any) -> None:
-        """Handle ``ListRemoteLogSegments`` (protocol in the module docstring)."""
+        """``listRemoteLogSegments(tp[, epoch])`` → ``RlmmReply(list)``:
+        without an epoch every segment not DELETE_SEGMENT_FINISHED in no defined order; with one
+        the epoch's segments sorted by start offset (reference §3.4)."""
         if msg.leader_epoch is None:
             self._query(sender, msg.topic_id_partition, lambda c: c.list_all_remote_log_segments())
         else:
             self._query(sender, msg.topic_id_partition, lambda c: c.list_remote_log_segments(msg.leader_epoch))
 
     def receiveMsg_IsReady(self, msg: IsReady, sender: Any) -> None:
-        """Handle ``IsReady`` (protocol in the module docstring)."""
+        """Kafka 4.0 ``isReady(tp)`` → ``RlmmReply(bool)``: recovered and ``tp``
+        registered here. Never NotReady (it is the readiness query)."""
         self.send(sender, RlmmReply(self.ready and msg.topic_id_partition in self.registered))
 
     # --- assignment, snapshots, status -------------------------------------------------------------
     def receiveMsg_ReconcileAssignment(self, msg: ReconcileAssignment, sender: Any) -> None:
-        """Handle ``ReconcileAssignment`` (protocol in the module docstring)."""
+        """Set the user partitions served here to those of ``msg.user_partitions``
+        that hash to this metadata partition (Kafka's partitioner) → :class:`AssignmentReconciled`
+        with the accepted ones (sorted) and the ignored ones."""
         mine, ignored = [], []
         for tp in msg.user_partitions:
             (mine if metadata_partition_for(tp, self.num_partitions) == self.metadata_partition else ignored).append(tp)
@@ -270,7 +298,9 @@ class RlmmPartitionActor(EventSourcedActor):
         self.send(sender, AssignmentReconciled(self.metadata_partition, sorted(mine, key=str), ignored))
 
     def receiveMsg_TakeSnapshot(self, msg: TakeSnapshot, sender: Any) -> None:
-        """Handle ``TakeSnapshot`` (protocol in the module docstring)."""
+        """Save a snapshot now (if the state changed since the last one) →
+        :class:`SnapshotTaken(metadata partition, stream version, position)`; NotReady before
+        recovery."""
         if self._not_ready(sender):
             return
         self._save_snapshot()
@@ -291,7 +321,8 @@ class RlmmPartitionActor(EventSourcedActor):
             self._save_snapshot()
 
     def receiveMsg_StatusRequest(self, msg: StatusRequest, sender: Any) -> None:
-        """Handle ``StatusRequest`` (protocol in the module docstring)."""
+        """``StatusReply(name, ready, counts)``: stream version, user partitions,
+        live segments, registered partitions, events dropped on fold, last snapshot version."""
         st = self.state
         counts = {
             "version": st.version if st else 0,
@@ -304,7 +335,7 @@ class RlmmPartitionActor(EventSourcedActor):
         self.send(sender, StatusReply(self.name, self.ready, counts))
 
     def on_exit(self) -> None:
-        """Handle ``on_exit`` (protocol in the module docstring)."""
+        """Save a snapshot on exit when ready (so a restart resumes from it); never raises."""
         if self.ready:
             try:
                 self._save_snapshot()

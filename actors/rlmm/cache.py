@@ -215,12 +215,7 @@ class RemoteLogMetadataCache:
         if not i:
             return None
         md = self.id_to_segment_metadata[st.offset_to_id[keys[i - 1]]]
-        end = md.end_offset
-        for epoch, start in md.segment_leader_epochs:
-            if epoch > leader_epoch:
-                end = start - 1
-                break
-        return None if offset > end else md
+        return None if offset > md.epoch_end_offset(leader_epoch) else md
 
     def next_segment_with_txn_index(self, leader_epoch: int, offset: int) -> Optional[RemoteLogSegmentMetadata]:
         """Kafka 4.0 ``nextSegmentWithTxnIndex(epoch, offset)`` (KIP-1058): look up
@@ -313,12 +308,11 @@ class RemoteLogMetadataCache:
         entries = self.leader_epoch_entries
         epochs = updated.segment_leader_epochs
         if target is _CF:
-            for i, (epoch, start) in enumerate(epochs):
-                epoch_end = epochs[i + 1][1] - 1 if i + 1 < len(epochs) else updated.end_offset
+            for epoch, start in epochs:
                 st = entries.get(epoch)
                 if st is None:
                     st = entries[epoch] = RemoteLogLeaderEpochState()
-                st.handle_segment_with_copy_segment_finished_state(start, sid, epoch_end)
+                st.handle_segment_with_copy_segment_finished_state(start, sid, updated.epoch_end_offset(epoch))
             self.id_to_segment_metadata[sid] = updated
         elif target is _DS:
             for epoch, start in epochs:

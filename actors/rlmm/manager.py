@@ -102,7 +102,10 @@ class RemoteLogMetadataManager(abc.ABC):
 
     @abc.abstractmethod
     def put_remote_partition_delete_metadata(self, metadata: RemotePartitionDeleteMetadata) -> None:
-        """Store a partition's delete state."""
+        """Store a partition's delete state (MARKED → STARTED → FINISHED, reference §4). No
+        transition is validated (Kafka's main code never calls ``isValidTransition`` here);
+        DELETE_PARTITION_FINISHED removes the partition's cache, after which every call on it
+        raises ``RemoteResourceNotFoundException``. Raises ``NullPointerException`` for ``None``."""
 
     @abc.abstractmethod
     def list_remote_log_segments(
@@ -356,7 +359,7 @@ class EventSourcedRemoteLogMetadataManager(RemoteLogMetadataManager):
         with self._lock:
             state = self._states.get(self.metadata_partition(topic_id_partition))
             if state is None:
-                    raise RemoteResourceNotFoundException(f"No resource found for partition: {topic_id_partition}")
+                raise RemoteResourceNotFoundException(f"No resource found for partition: {topic_id_partition}")
             cache = state.cache_for_read(topic_id_partition, topic_id_partition in self._registered)
             return sum(m.segment_size_in_bytes for m in cache.list_remote_log_segments(leader_epoch))
 

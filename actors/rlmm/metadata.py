@@ -70,13 +70,26 @@ def uuid_lsb(u: uuid.UUID) -> int:
     return int.from_bytes(u.bytes[8:], "big", signed=True)
 
 
-class RemoteLogSegmentState(IntEnum):
-    """``RemoteLogSegmentState``: a remote segment's lifecycle, with Kafka's byte ids (reference §2.1)."""
+def _check_fields(obj: object, not_null: tuple[tuple[str, str], ...], state_type: type | None = None) -> None:
+    """The constructor checks Kafka's metadata classes share: ``Objects.requireNonNull`` on each
+    ``(attribute, Java name)`` (:class:`NullPointerException` "<name> can not be null"), then
+    ``state`` coerced to ``state_type`` (from its byte id) and ``custom_metadata`` to ``bytes``.
+    For frozen dataclasses (it sets through ``object.__setattr__``)."""
+    for attr, java_name in not_null:
+        if getattr(obj, attr) is None:
+            raise NullPointerException(f"{java_name} can not be null")
+    if state_type is not None and not isinstance(obj.state, state_type):  # type: ignore[attr-defined]
+        object.__setattr__(obj, "state", state_type(obj.state))  # type: ignore[attr-defined]
+    custom = getattr(obj, "custom_metadata", None)
+    if custom is not None and not isinstance(custom, bytes):
+        object.__setattr__(obj, "custom_metadata", bytes(custom))
 
-    COPY_SEGMENT_STARTED = 0
-    COPY_SEGMENT_FINISHED = 1
-    DELETE_SEGMENT_STARTED = 2
-    DELETE_SEGMENT_FINISHED = 3
+
+class _KafkaStateEnum(IntEnum):
+    """Shared shape of Kafka's metadata state enums: a byte ``id()``, ``forId(byte)``, Java's
+    ``toString`` (the name) and ``isValidTransition(src, target)`` driven by the subclass's
+    ``_INITIAL`` state (the only valid target from ``None``) and ``_NEXT`` table (src → the
+    targets other than itself). Self transitions are always valid (idempotent retries)."""
 
     @property
     def id(self) -> int:
@@ -84,77 +97,63 @@ class RemoteLogSegmentState(IntEnum):
         return int(self)
 
     @classmethod
-    def for_id(cls, state_id: int) -> "RemoteLogSegmentState | None":
+    def for_id(cls, state_id: int):
         """``forId(byte)``: the state with that id, or ``None`` for an unknown id."""
         try:
             return cls(state_id)
         except ValueError:
             return None
 
-    @staticmethod
-    def is_valid_transition(src: "RemoteLogSegmentState | None", target: "RemoteLogSegmentState") -> bool:
-        """``isValidTransition(srcState, targetState)`` — the exact table of reference §2.2.
-
-        ``src`` ``None`` means the segment is unknown (only COPY_SEGMENT_STARTED is valid).
-        Self transitions are valid (idempotent retries). Raises :class:`NullPointerException`
-        for a ``None`` target ("targetState can not be null").
-        """
+    @classmethod
+    def is_valid_transition(cls, src, target) -> bool:
+        """``isValidTransition(srcState, targetState)``: ``src`` ``None`` (unknown) allows only the
+        initial state; a self transition is valid; else the subclass's table decides. Raises
+        :class:`NullPointerException` for a ``None`` target ("targetState can not be null")."""
         if target is None:
             raise NullPointerException("targetState can not be null")
         if src is None:
-            return target is RemoteLogSegmentState.COPY_SEGMENT_STARTED
-        if src is target:
-            return True
-        return target in _SEGMENT_TRANSITIONS[src]
+            return target is cls._INITIAL  # type: ignore[attr-defined]
+        return src is target or target in cls._NEXT[src]  # type: ignore[attr-defined]
 
     def __str__(self) -> str:  # Java enum toString
         return self.name
+
+
+class RemoteLogSegmentState(_KafkaStateEnum):
+    """``RemoteLogSegmentState``: a remote segment's lifecycle, with Kafka's byte ids (reference
+    §2.1); :meth:`is_valid_transition` is the exact table of reference §2.2 (unknown → STARTED
+    only; CS → CF, DS; CF → DS; DS → DF; self always)."""
+
+    COPY_SEGMENT_STARTED = 0
+    COPY_SEGMENT_FINISHED = 1
+    DELETE_SEGMENT_STARTED = 2
+    DELETE_SEGMENT_FINISHED = 3
 
 
 _CS = RemoteLogSegmentState.COPY_SEGMENT_STARTED
 _CF = RemoteLogSegmentState.COPY_SEGMENT_FINISHED
 _DS = RemoteLogSegmentState.DELETE_SEGMENT_STARTED
 _DF = RemoteLogSegmentState.DELETE_SEGMENT_FINISHED
-_SEGMENT_TRANSITIONS = {_CS: frozenset({_CF, _DS}), _CF: frozenset({_DS}), _DS: frozenset({_DF}), _DF: frozenset()}
+RemoteLogSegmentState._INITIAL = _CS  # type: ignore[attr-defined]
+RemoteLogSegmentState._NEXT = {_CS: frozenset({_CF, _DS}), _CF: frozenset({_DS}), _DS: frozenset({_DF}), _DF: frozenset()}  # type: ignore[attr-defined]
 
 
-class RemotePartitionDeleteState(IntEnum):
-    """``RemotePartitionDeleteState``: MARKED(0) → STARTED(1) → FINISHED(2) (reference §4)."""
+class RemotePartitionDeleteState(_KafkaStateEnum):
+    """``RemotePartitionDeleteState``: MARKED(0) → STARTED(1) → FINISHED(2) (reference §4);
+    :meth:`is_valid_transition`: unknown → MARKED only, self, MARKED → STARTED, STARTED →
+    FINISHED (Kafka's main code never calls it)."""
 
     DELETE_PARTITION_MARKED = 0
     DELETE_PARTITION_STARTED = 1
     DELETE_PARTITION_FINISHED = 2
 
-    @property
-    def id(self) -> int:
-        """Kafka's ``id()``."""
-        return int(self)
 
-    @classmethod
-    def for_id(cls, state_id: int) -> "RemotePartitionDeleteState | None":
-        """``forId(byte)``; ``None`` for an unknown id."""
-        try:
-            return cls(state_id)
-        except ValueError:
-            return None
-
-    @staticmethod
-    def is_valid_transition(src: "RemotePartitionDeleteState | None", target: "RemotePartitionDeleteState") -> bool:
-        """``isValidTransition``: ``None``→MARKED, self, MARKED→STARTED, STARTED→FINISHED.
-        Raises :class:`NullPointerException` for a ``None`` target. (Kafka's main code never calls it.)"""
-        if target is None:
-            raise NullPointerException("targetState can not be null")
-        if src is None:
-            return target is RemotePartitionDeleteState.DELETE_PARTITION_MARKED
-        if src is target:
-            return True
-        return (src, target) in {
-            (RemotePartitionDeleteState.DELETE_PARTITION_MARKED, RemotePartitionDeleteState.DELETE_PARTITION_STARTED),
-            (RemotePartitionDeleteState.DELETE_PARTITION_STARTED, RemotePartitionDeleteState.DELETE_PARTITION_FINISHED),
-        }
-
-    def __str__(self) -> str:
-        return self.name
+RemotePartitionDeleteState._INITIAL = RemotePartitionDeleteState.DELETE_PARTITION_MARKED  # type: ignore[attr-defined]
+RemotePartitionDeleteState._NEXT = {  # type: ignore[attr-defined]
+    RemotePartitionDeleteState.DELETE_PARTITION_MARKED: frozenset({RemotePartitionDeleteState.DELETE_PARTITION_STARTED}),
+    RemotePartitionDeleteState.DELETE_PARTITION_STARTED: frozenset({RemotePartitionDeleteState.DELETE_PARTITION_FINISHED}),
+    RemotePartitionDeleteState.DELETE_PARTITION_FINISHED: frozenset(),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,8 +165,7 @@ class TopicIdPartition:
     partition: int
 
     def __post_init__(self) -> None:
-        if self.topic_id is None:
-            raise NullPointerException("topicId can not be null")
+        _check_fields(self, (("topic_id", "topicId"),))
 
     def __hash__(self) -> int:
         return hash((self.topic_id.int, self.partition))
@@ -184,10 +182,7 @@ class RemoteLogSegmentId:
     id: uuid.UUID
 
     def __post_init__(self) -> None:
-        if self.topic_id_partition is None:
-            raise NullPointerException("topicIdPartition can not be null")
-        if self.id is None:
-            raise NullPointerException("id can not be null")
+        _check_fields(self, (("topic_id_partition", "topicIdPartition"), ("id", "id")))
 
     def __hash__(self) -> int:
         # Consistent with equality (equal ids have equal hashes) and cheap: the segment uuid alone
@@ -254,10 +249,7 @@ class RemoteLogSegmentMetadata:
     txn_idx_empty: bool = False
 
     def __post_init__(self) -> None:
-        if self.remote_log_segment_id is None:
-            raise NullPointerException("remoteLogSegmentId can not be null")
-        if self.state is None:
-            raise NullPointerException("state can not be null")
+        _check_fields(self, (("remote_log_segment_id", "remoteLogSegmentId"), ("state", "state")), RemoteLogSegmentState)
         if self.start_offset < 0:
             raise IllegalArgumentException(
                 f"Unexpected start offset = {self.start_offset}. StartOffset for a remote segment cannot be negative"
@@ -268,10 +260,6 @@ class RemoteLogSegmentMetadata:
                 f"startOffset = {self.start_offset}"
             )
         object.__setattr__(self, "segment_leader_epochs", _normalise_epochs(self.segment_leader_epochs))
-        if not isinstance(self.state, RemoteLogSegmentState):
-            object.__setattr__(self, "state", RemoteLogSegmentState(self.state))
-        if self.custom_metadata is not None and not isinstance(self.custom_metadata, bytes):
-            object.__setattr__(self, "custom_metadata", bytes(self.custom_metadata))
 
     @property
     def topic_id_partition(self) -> TopicIdPartition:
@@ -339,14 +327,7 @@ class RemoteLogSegmentMetadataUpdate:
     broker_id: int
 
     def __post_init__(self) -> None:
-        if self.remote_log_segment_id is None:
-            raise NullPointerException("remoteLogSegmentId can not be null")
-        if self.state is None:
-            raise NullPointerException("state can not be null")
-        if not isinstance(self.state, RemoteLogSegmentState):
-            object.__setattr__(self, "state", RemoteLogSegmentState(self.state))
-        if self.custom_metadata is not None and not isinstance(self.custom_metadata, bytes):
-            object.__setattr__(self, "custom_metadata", bytes(self.custom_metadata))
+        _check_fields(self, (("remote_log_segment_id", "remoteLogSegmentId"), ("state", "state")), RemoteLogSegmentState)
 
     @property
     def topic_id_partition(self) -> TopicIdPartition:
@@ -371,12 +352,7 @@ class RemotePartitionDeleteMetadata:
     broker_id: int
 
     def __post_init__(self) -> None:
-        if self.topic_id_partition is None:
-            raise NullPointerException("topicIdPartition can not be null")
-        if self.state is None:
-            raise NullPointerException("state can not be null")
-        if not isinstance(self.state, RemotePartitionDeleteState):
-            object.__setattr__(self, "state", RemotePartitionDeleteState(self.state))
+        _check_fields(self, (("topic_id_partition", "topicIdPartition"), ("state", "state")), RemotePartitionDeleteState)
 
     def __str__(self) -> str:
         return (
@@ -403,17 +379,12 @@ class RemoteLogSegmentMetadataSnapshot:
     txn_idx_empty: bool = False
 
     def __post_init__(self) -> None:
-        if self.segment_id is None:
-            raise NullPointerException("segmentId can not be null")
-        if self.state is None:
-            raise NullPointerException("state can not be null")
+        _check_fields(self, (("segment_id", "segmentId"), ("state", "state")), RemoteLogSegmentState)
         if self.start_offset < 0:
             raise IllegalArgumentException(f"Unexpected start offset = {self.start_offset}.")
         if self.end_offset < self.start_offset:
             raise IllegalArgumentException(f"Unexpected end offset = {self.end_offset}.")
         object.__setattr__(self, "segment_leader_epochs", _normalise_epochs(self.segment_leader_epochs))
-        if not isinstance(self.state, RemoteLogSegmentState):
-            object.__setattr__(self, "state", RemoteLogSegmentState(self.state))
 
     @classmethod
     def create(cls, metadata: RemoteLogSegmentMetadata) -> "RemoteLogSegmentMetadataSnapshot":

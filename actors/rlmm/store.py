@@ -36,6 +36,7 @@ import contextlib
 import gc
 import logging
 import uuid
+from dataclasses import replace
 from typing import Any, Iterable, Iterator
 
 import msgspec
@@ -208,14 +209,7 @@ class MetadataPartitionState:
             if metadata.state is not _CS:
                 # Kafka's add path only sees COPY_SEGMENT_STARTED records (the writer checks);
                 # a record of another state read from a foreign log is applied as add + update.
-                if not cache.add_copy_in_progress_segment(
-                    RemoteLogSegmentMetadata(
-                        metadata.remote_log_segment_id, metadata.start_offset, metadata.end_offset,
-                        metadata.max_timestamp_ms, metadata.broker_id, metadata.event_timestamp_ms,
-                        metadata.segment_size_in_bytes, metadata.segment_leader_epochs, _CS,
-                        metadata.custom_metadata, metadata.txn_idx_empty,
-                    )
-                ):
+                if not cache.add_copy_in_progress_segment(replace(metadata, state=_CS)):
                     return False
                 return cache.update_remote_log_segment_metadata(
                     RemoteLogSegmentMetadataUpdate(

@@ -95,9 +95,13 @@ def test_topic_already_exists_collisions_duplicates_and_validate_only():
     cs = S.ControllerState()
     assert errors(create(cs, tp.CreatableTopic("a.b", 1))) == ["NONE"]
     r = create(cs, tp.CreatableTopic("a.b", 1), tp.CreatableTopic("a_b", 1), tp.CreatableTopic("x", 1), tp.CreatableTopic("x", 1))
-    assert errors(r) == ["TOPIC_ALREADY_EXISTS", "INVALID_TOPIC_EXCEPTION", "INVALID_REQUEST", "INVALID_REQUEST"]
+    # ControllerApis#createTopics: a name given twice gets ONE "Duplicate topic name." result
+    assert errors(r) == ["TOPIC_ALREADY_EXISTS", "INVALID_TOPIC_EXCEPTION", "INVALID_REQUEST"]
     assert r[0].message == "Topic 'a.b' already exists."
     assert r[1].message == "Topic 'a_b' collides with existing topic: a.b"
+    assert (r[2].name, r[2].message) == ("x", "Duplicate topic name.") and "x" not in cs.topics.topics
+    r = create(cs, tp.CreatableTopic("__cluster_metadata", 1))
+    assert [(x.error, x.message) for x in r] == [("INVALID_REQUEST", "Creation of internal topic __cluster_metadata is prohibited.")]
     assert errors(create(cs, tp.CreatableTopic("v", 2), validate_only=True)) == ["NONE"]
     assert "v" not in cs.topics.topics
 
@@ -134,11 +138,45 @@ def test_delete_topics_errors_and_drop_of_collections():
     tid = cs.topics.topics["t"].topic_id
     d = S.decide(cs, tp.DeleteTopics(names=("nope",), topic_ids=(str(uuid.uuid4()),)), 0)
     assert errors(d.reply) == ["UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID"] and d.events == []
-    d = S.decide(cs, tp.DeleteTopics(names=("t",), topic_ids=(tp.kafka_topic_id(tid),)), 0)
-    assert errors(d.reply) == ["NONE", "INVALID_REQUEST"]
+    d = S.decide(cs, tp.DeleteTopics(names=("t",)), 0)
+    assert errors(d.reply) == ["NONE"] and d.reply[0].topic_id == tid
     apply(cs, d)
     assert not any(cid.startswith(tid) for cid in cs.frontiers.collections)
     assert {f"{tid}:0", f"{tid}:1"} <= cs.frontiers.dropped
+
+
+def test_invalid_delete_topics_request():
+    """ControllerApisTest#testInvalidDeleteTopicsRequest (the parts a DeleteTopics command can
+    carry): a name given twice, an id given twice, and a name mapping to an id also given are
+    INVALID_REQUEST, one result each, and none of those topics is deleted (ControllerApis
+    #deleteTopics). The id that a name maps to gets no result of its own, as in Kafka."""
+    cs = S.ControllerState()
+    create(cs, tp.CreatableTopic("foo", 1), tp.CreatableTopic("bar", 1))
+    foo_id, bar_id = cs.topics.topics["foo"].topic_id, cs.topics.topics["bar"].topic_id
+    baz_id = str(uuid.uuid4())
+    d = S.decide(
+        cs,
+        tp.DeleteTopics(
+            names=("foo", "foo", "bar", "quux", "quux", "quux"),
+            topic_ids=(tp.kafka_topic_id(bar_id), baz_id, baz_id, tp.kafka_topic_id(baz_id)),
+        ),
+        0,
+    )
+    got = {(r.name, r.topic_id, r.error, r.message) for r in d.reply}
+    assert got == {
+        ("foo", None, "INVALID_REQUEST", "Duplicate topic name."),
+        ("quux", None, "INVALID_REQUEST", "Duplicate topic name."),
+        (None, baz_id, "INVALID_REQUEST", "Duplicate topic id."),
+        ("bar", bar_id, "INVALID_REQUEST", "The provided topic name maps to an ID that was already supplied."),
+    }
+    assert len(d.reply) == 4 and d.events == []
+    apply(cs, d)
+    assert {"foo", "bar"} <= set(cs.topics.topics) and foo_id in cs.topics.names_by_id
+    # the same topic by id alone, once: deleted, with its name in the result
+    d = S.decide(cs, tp.DeleteTopics(topic_ids=(tp.kafka_topic_id(bar_id),)), 0)
+    assert [(r.name, r.topic_id, r.error) for r in d.reply] == [("bar", bar_id, "NONE")]
+    apply(cs, d)
+    assert "bar" not in cs.topics.topics
 
 
 def test_delete_topic_waits_for_holds_to_drain():
@@ -171,10 +209,19 @@ def test_remote_storage_rules():
         (("remote.storage.enable", "true"), ("cleanup.policy", "compact")),
         (("remote.storage.enable", "true"), ("retention.ms", "1000"), ("local.retention.ms", "2000")),
         (("remote.storage.enable", "true"), ("retention.bytes", "1000"), ("local.retention.bytes", "-1")),
+        # LogConfig#validateRetentionConfigsWhenRemoteCopyDisabled: local must equal total (or -2)
+        (("remote.storage.enable", "true"), ("remote.log.copy.disable", "true"), ("retention.ms", "2000"), ("local.retention.ms", "1000")),
+        (("remote.storage.enable", "true"), ("remote.log.copy.disable", "true"), ("retention.bytes", "2000"), ("local.retention.bytes", "1000")),
     ]
     for configs in bad:
         (r,) = create(cs, tp.CreatableTopic("t", 1, configs=configs))
         assert r.error == "INVALID_CONFIG", configs
+    for configs in [
+        (("remote.storage.enable", "true"), ("remote.log.copy.disable", "true"), ("retention.ms", "2000"), ("local.retention.ms", "2000")),
+        (("remote.storage.enable", "true"), ("remote.log.copy.disable", "true"), ("retention.bytes", "2000")),  # local -2
+    ]:
+        (r,) = create(cs, tp.CreatableTopic("ok", 1, configs=configs), validate_only=True)
+        assert r.error == "NONE", (configs, r.message)
     create(cs, tp.CreatableTopic("t", 1, configs=(("remote.storage.enable", "true"),)))
     d = S.decide(cs, tp.IncrementalAlterConfigs((tp.AlterConfigResource("TOPIC", "t", (("remote.storage.enable", "SET", "false"),)),)), 0)
     assert d.reply[0].error == "INVALID_CONFIG" and "without deleting remote data" in d.reply[0].message
@@ -270,6 +317,27 @@ def test_share_holds_need_the_opt_in():
     # releases always go through, other holders are not gated
     assert len(S.decide(cs, fr.ReleaseHolder("share:g1"), 0).events) == 1
     assert len(S.decide(cs, fr.ChangeReadHolds("tiering", ((plain, 0, 1),)), 0).events) == 1
+
+
+def test_share_hold_moves_release_when_the_opt_in_was_turned_off():
+    """A share group's hold placed while ``share.groups.hold.retention=true`` must not pin the
+    since forever once the topic opts out: moving it (ChangeReadHolds -old/+new, or
+    DowngradeReadHold) applies the release and ignores the new hold."""
+    cs = S.ControllerState()
+    create(cs, tp.CreatableTopic("held", 1, configs=(("share.groups.hold.retention", "true"),)))
+    cid = f"{cs.topics.topics['held'].topic_id}:0"
+    apply(cs, S.decide(cs, fr.UpdateWriteFrontiers(((cid, 100, None),)), 0))
+    apply(cs, S.decide(cs, fr.ChangeReadHolds("share:g1", ((cid, 5, 1),)), 0))
+    apply(cs, S.decide(cs, fr.ChangeReadHolds("share:g2", ((cid, 7, 1),)), 0))
+    apply(cs, S.decide(cs, tp.IncrementalAlterConfigs((tp.AlterConfigResource("TOPIC", "held", (("share.groups.hold.retention", "SET", "false"),)),)), 0))
+    d = S.decide(cs, fr.ChangeReadHolds("share:g1", ((cid, 5, -1), (cid, 10, 1))), 0)
+    assert d.reply == "IGNORED" and len(d.events) == 1
+    apply(cs, d)
+    assert "share:g1" not in cs.frontiers.collections[cid].holds
+    d = S.decide(cs, fr.DowngradeReadHold("share:g2", cid, 20), 0)
+    assert d.reply == "IGNORED" and len(d.events) == 1
+    apply(cs, d)
+    assert cs.frontiers.collections[cid].holds == {}
 
 
 def test_snapshot_dict_round_trip():

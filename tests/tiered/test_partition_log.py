@@ -5,6 +5,8 @@ TimeIndex/LeaderEpochFileCache semantics)."""
 from __future__ import annotations
 
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -51,7 +53,7 @@ def test_config_defaults_and_validation():
     with pytest.raises(ConfigError):
         LogConfig.from_properties({"flush.messages": "0"})
     with pytest.raises(ConfigError):
-        LogConfig.from_properties({"retention.ms": "1000", "local.retention.ms": "2000"})
+        LogConfig.from_properties({"retention.ms": "1000", "local.retention.ms": "2000", "remote.storage.enable": "true"})
     with pytest.raises(ConfigError):
         LogConfig.from_properties({"segment.ms": "abc"})
 
@@ -403,3 +405,78 @@ def test_index_files_match_memory_after_truncate_append_and_reopen(tmp_path):
     log.close()
     log = open_log(tmp_path, index_interval_bytes=0)
     assert log.segments()[0].offset_index_entries() == on_file
+
+
+def test_active_segment_deletion_due_to_retention_time_breach_with_remote_storage(tmp_path):
+    """Kafka ``UnifiedLogTest#testActiveSegmentDeletionDueToRetentionTimeBreachWithRemoteStorage``:
+    under tiering, an active segment that breaches local retention is rolled so that it can be
+    copied, and deleted locally once copied; the log start offset stays (remote serves it)."""
+    log = open_log(tmp_path, retention_ms=3, local_retention_ms=1, remote_storage_enable="true")
+    log.append_as_leader(batch(ts=1000), 0, 1000)
+    log.update_high_watermark(log.log_end_offset)
+    assert [s.base_offset for s in log.segments()] == [0]
+    assert log.delete_old_segments(now_ms=1002) == []  # rolled, not deleted: not copied yet
+    assert [s.base_offset for s in log.segments()] == [0, 1]
+    log.update_highest_offset_in_remote_storage(1)
+    assert log.delete_old_segments(now_ms=1002) == [0]
+    assert [s.base_offset for s in log.segments()] == [1]
+    assert (log.local_log_start_offset, log.log_end_offset, log.log_start_offset) == (1, 1, 0)
+
+
+def test_active_segment_within_local_retention_is_not_rolled_with_remote_storage(tmp_path):
+    """The roll of the previous test happens only on a retention breach of data below the HW."""
+    log = open_log(tmp_path, retention_ms=3, local_retention_ms=1, remote_storage_enable="true")
+    log.append_as_leader(batch(ts=1000), 0, 1000)
+    assert log.delete_old_segments(now_ms=1002) == []  # breached, but not below the HW yet
+    log.update_high_watermark(log.log_end_offset)
+    assert log.delete_old_segments(now_ms=1001) == []  # below the HW, but within local retention
+    assert [s.base_offset for s in log.segments()] == [0]
+
+
+def test_local_retention_rules_apply_only_with_remote_storage():
+    """Kafka ``LogConfig#validateTopicLogConfigValues``: ``validateRemoteStorageRetentionSize`` /
+    ``Time`` run only when ``remote.storage.enable=true``; there, local ``-1`` (unlimited) under
+    a finite ``retention.*`` is refused too. A topic without tiering may carry any local value
+    (the controller accepts it, so the log must open with it)."""
+    ok = LogConfig.from_properties({"retention.ms": "1000", "local.retention.ms": "2000", "retention.bytes": "10", "local.retention.bytes": "20"})
+    assert (ok.local_retention_ms, ok.local_retention_bytes) == (2000, 20)
+    for bad in ({"retention.ms": "1000", "local.retention.ms": "-1"}, {"retention.bytes": "10", "local.retention.bytes": "-1"},
+                {"retention.bytes": "10", "local.retention.bytes": "11"}):
+        with pytest.raises(ConfigError):
+            LogConfig.from_properties({**bad, "remote.storage.enable": "true"})
+    assert LogConfig.from_properties({"retention.ms": "-1", "local.retention.ms": "-1", "remote.storage.enable": "true"}).local_retention_ms == -1
+
+
+def test_retention_on_local_log_deletion_when_remote_log_copy_disabled(tmp_path):
+    """Kafka ``UnifiedLogTest#testRetentionOnLocalLogDeletionWhenRemoteLogCopyDisabled``: with
+    ``remote.log.copy.disable=true`` the local log follows ``retention.*`` (not ``local.*``),
+    needs no remote copy to delete, and local deletion moves the log start offset."""
+    one = len(batch(ts=1000))
+    tiered = LogConfig(segment_bytes=one, local_retention_bytes=1, retention_bytes=one * 5, remote_storage_enable=True)
+    log = PartitionLog.open(tmp_path / "logs", "t", 0, tiered)
+    for _ in range(6):
+        log.append_as_leader(batch(ts=1000), 0, 1000)
+    assert len(log.segments()) == 6
+    log.update_high_watermark(log.log_end_offset)
+    assert log.delete_old_segments(now_ms=1000) == []  # nothing in remote storage yet
+    log.update_highest_offset_in_remote_storage(1)
+    assert log.delete_old_segments(now_ms=1000) == [0, 1]
+    assert (len(log.segments()), log.log_start_offset, log.local_log_start_offset) == (4, 0, 2)
+
+    log.update_config(replace(tiered, remote_log_copy_disable=True))
+    assert log.delete_old_segments(now_ms=1000) == []  # retention.bytes (5 segments) now applies
+    assert (len(log.segments()), log.log_start_offset, log.local_log_start_offset) == (4, 0, 2)
+    log.maybe_increment_log_start_offset(2)  # the remote tier expired everything below 2
+    for _ in range(3):
+        log.append_as_leader(batch(ts=1000), 0, 1000)
+    assert len(log.segments()) == 7
+    log.update_high_watermark(log.log_end_offset)
+    assert log.delete_old_segments(now_ms=1000) == [2, 3]  # 7 segments, retention.bytes = 5
+    assert (len(log.segments()), log.log_start_offset, log.local_log_start_offset) == (5, 4, 4)
+
+    log.update_config(replace(tiered, remote_log_copy_disable=True, local_retention_bytes=-2, retention_bytes=-1,
+                              local_retention_ms=1, retention_ms=1000))
+    assert log.delete_old_segments(now_ms=1010) == []  # retention.ms = 1000 not reached
+    assert log.delete_old_segments(now_ms=2010) == [4, 5, 6, 7, 8]  # all expired (active rolled)
+    assert (len(log.segments()), log.log_start_offset, log.local_log_start_offset) == (1, 9, 9)
+    assert LogConfig.from_properties({"remote.log.copy.disable": "true"}).remote_log_copy_disable

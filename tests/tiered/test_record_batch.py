@@ -402,7 +402,7 @@ class FakeBroker:
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_parses_batches_produced_by_librdkafka(codec, tmp_path):
-    confluent_kafka = pytest.importorskip("confluent_kafka")
+    import confluent_kafka  # a project dependency (pyproject.toml): a missing install must fail, not skip
     broker = FakeBroker("rdk")
     try:
         p = confluent_kafka.Producer({"bootstrap.servers": f"127.0.0.1:{broker.port}", "compression.type": codec,
@@ -431,3 +431,42 @@ def test_parses_batches_produced_by_librdkafka(codec, tmp_path):
     log.update_high_watermark(log.log_end_offset)
     data = log.read(0, 10**6).records
     assert [r.offset for h in rb.iter_batches(data) for r in rb.iter_records(data, h.position)] == list(range(50))
+
+
+def _override(batch: bytes, *, last_offset_delta: int | None = None, count: int | None = None) -> bytes:
+    """Rewrite ``lastOffsetDelta``/``recordsCount`` and re-seal the CRC (Kafka's
+    ``LogValidatorTest#recordsWithCountOverrides`` does the same with a ByteBuffer)."""
+    b = bytearray(batch)
+    if last_offset_delta is not None:
+        struct.pack_into(">i", b, rb.LAST_OFFSET_DELTA_OFFSET, last_offset_delta)
+    if count is not None:
+        struct.pack_into(">i", b, rb.RECORDS_COUNT_OFFSET, count)
+    struct.pack_into(">I", b, rb.CRC_OFFSET, crc32c(bytes(b[rb.ATTRIBUTES_OFFSET:])))
+    return bytes(b)
+
+
+def test_record_batch_with_count_overrides():
+    """LogValidatorTest#testRecordBatchWithCountOverrides: 3 records, lastOffsetDelta 2, count 3."""
+    batch = _override(rb.build_batch([(b"k", b"v")] * 3), last_offset_delta=2, count=3)
+    out, headers = rb.assign_offsets(batch, 10, 0)
+    assert (headers[0].base_offset, headers[0].last_offset) == (10, 12)
+
+
+@pytest.mark.parametrize("last_offset_delta,count", [(0, 3), (15, 3), (-3, 3), (2, 0)])
+def test_inconsistent_count_and_offset(last_offset_delta, count):
+    """LogValidatorTest#testInconsistentCountAndOffset (plus a zero count): a client batch whose
+    offset range and record count disagree, or whose count is not positive, is INVALID_RECORD
+    (``LogValidator#validateBatch``), never appended with a made-up offset range."""
+    batch = _override(rb.build_batch([(b"k", b"v")] * 3), last_offset_delta=last_offset_delta, count=count)
+    with pytest.raises((rb.InvalidRecordError, rb.CorruptRecordError)):
+        rb.assign_offsets(batch, 0, 0)
+
+
+def test_invalid_sequence_with_producer_id_is_invalid_record():
+    """``LogValidator#validateBatch``: a batch with a producer id but a negative base sequence
+    is INVALID_RECORD."""
+    batch = rb.build_batch([(b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=-1)
+    with pytest.raises(rb.InvalidRecordError):
+        rb.assign_offsets(batch, 0, 0)
+    ok = rb.build_batch([(b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=0)
+    assert rb.assign_offsets(ok, 0, 0)[1][0].last_offset == 0

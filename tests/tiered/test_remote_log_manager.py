@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -247,6 +248,21 @@ def test_copy_log_segments_to_remote_should_copy_expected_log_segment(tmp_path):
     assert env.rlm.copy_log_segments_to_remote(TP, 5001) == []  # nothing new
     with env.rsm.fetch_log_segment(md, 0) as f:
         assert f.read() == env.log.segments()[0].pread(0, md.segment_size_in_bytes)
+
+
+def test_remote_log_copy_disable_stops_copying_but_keeps_the_remote_tier(tmp_path):
+    """``remote.log.copy.disable=true`` (KIP-950): the copy task uploads nothing more (Kafka
+    cancels ``RLMCopyTask``) while what is already remote stays readable and listed."""
+    env = Env(tmp_path)
+    env.produce(6)  # [0-3] rolled, [4-5] active
+    assert [m.start_offset for m in env.rlm.copy_log_segments_to_remote(TP, 0)] == [0]
+    env.produce(4)  # [4-7] rolled
+    env.log.update_config(replace(env.log.config, remote_log_copy_disable=True))
+    assert env.rlm.copy_log_segments_to_remote(TP, 1) == []
+    assert env.rlm.run_once(2)["copied"] == 0
+    assert env.states() == [(0, CF)]
+    env.log.update_config(replace(env.log.config, remote_log_copy_disable=False))
+    assert [m.start_offset for m in env.rlm.copy_log_segments_to_remote(TP, 3)] == [4]
 
 
 def test_copy_respects_high_watermark(tmp_path):
