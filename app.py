@@ -1,15 +1,15 @@
 """Shoal's command line (Typer).
 
-``python app.py run``      the daemon: actor system, event log, journal (and, as they land, the
-                           controller, share-group and RLMM actors and the Kafka listener)
+``python app.py run``      the daemon: actor system, event log, journal, controller (with its
+                           share-group and RLMM children), remote log manager, Kafka listener
 ``python app.py status``   readiness and counts of a running daemon
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import List, Optional
 
@@ -26,31 +26,49 @@ def run(
     override: List[str] = typer.Option([], "--override", help="key=value, may repeat"),
     data_dir: Optional[str] = typer.Option(None, "--data-dir", help="data directory (default ./data)"),
 ) -> None:
-    """Start the daemon on the embedded defaults; stops cleanly on SIGTERM/SIGINT."""
-    from thespian.actors import ActorSystem
+    """Start the daemon; it serves Kafka clients on ``listeners`` until SIGTERM/SIGINT."""
+    import logging
 
-    from actors.journal import JournalActor
-    from actors.messages import Configure
-    from store.event_log import open_event_log
+    os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
+    from wire.daemon import Daemon
 
     cfg = load_config(config, override, data_dir)
-    Path(cfg["shoal.data.dir"]).mkdir(parents=True, exist_ok=True)
-    elog = open_event_log(cfg["event.log.url"], synchronous=cfg["event.log.sqlite.synchronous"])
-    asys = ActorSystem(cfg["shoal.actor.system.base"], {"Admin Port": int(cfg["shoal.actor.system.admin.port"])})
-    stop = threading.Event()
+    logging.basicConfig(level=cfg.get("shoal.log.level", "WARNING").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    daemon = Daemon(cfg)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: daemon.request_stop())
+    daemon.start()
+    assert daemon.listener is not None
+    typer.echo(f"shoal: listening on PLAINTEXT://{daemon.listener.host}:{daemon.listener.port}", err=True)
+    typer.echo(f"shoal: event log {cfg['event.log.url']}; actor system {cfg['shoal.actor.system.base']} on admin port {cfg['shoal.actor.system.admin.port']}", err=True)
     try:
-        journal = asys.createActor(JournalActor, globalName="shoal-journal")
-        asys.ask(journal, Configure(cfg, "journal"), 10)
-        typer.echo(f"shoal: event log {cfg['event.log.url']} at position {elog.last_position()}")
-        typer.echo(f"shoal: actor system {cfg['shoal.actor.system.base']} on admin port {cfg['shoal.actor.system.admin.port']}, journal ready")
-        typer.echo("shoal: the Kafka listener is not built yet; Ctrl-C to stop")
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: stop.set())
-        stop.wait()
+        daemon.wait()
     finally:
-        asys.shutdown()
-        elog.close()
-        typer.echo("shoal: stopped")
+        daemon.stop()
+        typer.echo("shoal: stopped", err=True)
+
+
+@app.command()
+def status(
+    config: Optional[Path] = typer.Option(None, "--config", help="server.properties file"),
+    override: List[str] = typer.Option([], "--override", help="key=value, may repeat"),
+    data_dir: Optional[str] = typer.Option(None, "--data-dir", help="data directory (default ./data)"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON"),
+) -> None:
+    """Report whether the daemon is ready and its counts (topics, groups, members, in-flight
+    records, tiered segments). Exit code 0 when ready, 1 when not running or not ready."""
+    import json
+
+    from wire.status import daemon_status
+
+    cfg = load_config(config, override, data_dir)
+    st = daemon_status(cfg)
+    if as_json:
+        typer.echo(json.dumps(st, sort_keys=True))
+    else:
+        for k in sorted(st):
+            typer.echo(f"{k}: {st[k]}")
+    raise typer.Exit(0 if st.get("ready") else 1)
 
 
 if __name__ == "__main__":

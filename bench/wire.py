@@ -1,0 +1,254 @@
+"""Benchmark of the Kafka front door; prints one JSON object.
+
+Figures:
+
+* ``ask_us``: p50/p99 of one Thespian external ``ask`` (``ActorGateway``: a per-thread
+  ``asys.private()`` endpoint, reused) to the JournalActor on ``multiprocTCPBase`` — the fixed cost
+  every control-plane request pays (one per request, never per record);
+* ``private_endpoint_ms``: the cost of opening one ``asys.private()`` endpoint (paid once per
+  listener thread, i.e. per connection);
+* ``api_versions_us`` / ``metadata_us``: p50/p99 request round trips over a raw socket to the
+  running daemon (ApiVersions: no actor; Metadata: one controller ask);
+* ``produce_records_per_s``: confluent-kafka Producer (separate process, acks=all, 100-byte
+  records, linger 5 ms) into a 3-partition topic;
+* ``share_consume_ack_records_per_s``: 1 and 2 ShareConsumers (separate processes, explicit
+  ACCEPT of every record, commit per poll) draining the topic.
+
+Run: ``.venv/bin/python bench/wire.py [--records N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+# this file is named like the ``wire`` package: keep ``bench/`` off the import path
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def bench_ask(n: int = 2000) -> dict:
+    os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
+    from thespian.actors import ActorSystem
+
+    from actors.journal import JournalActor
+    from actors.messages import Configure, StatusRequest
+    from config import load_config
+    from wire.gateway import ActorGateway
+
+    tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-wire-"))
+    port = _free_port()
+    asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, transientUnique=True)
+    try:
+        cfg = load_config(None, [], str(tmp))
+        j = asys.createActor(JournalActor)
+        asys.ask(j, Configure(cfg, "journal"), 30)
+        gw = ActorGateway(asys)
+        t0 = time.perf_counter()
+        gw.ask(j, StatusRequest(), 10)
+        first = time.perf_counter() - t0
+        xs = []
+        for _ in range(n):
+            t = time.perf_counter()
+            gw.ask(j, StatusRequest(), 10)
+            xs.append(time.perf_counter() - t)
+        gw.close()
+        return {"ask_us": {"p50": round(_pct(xs, 0.5) * 1e6), "p99": round(_pct(xs, 0.99) * 1e6), "n": n}, "private_endpoint_ms": round((first - _pct(xs, 0.5)) * 1000, 2)}
+    finally:
+        asys.shutdown()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _round_trips(port: int, frame: bytes, n: int) -> list[float]:
+    xs = []
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(n):
+            t = time.perf_counter()
+            s.sendall(frame)
+            (size,) = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))
+            s.recv(size, socket.MSG_WAITALL)
+            xs.append(time.perf_counter() - t)
+    return xs
+
+
+_PRODUCER = r"""
+import sys, time
+from confluent_kafka import Producer
+bs, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5, "batch.size": 1000000, "queue.buffering.max.messages": 1000000})
+payload = b"x" * 100
+t = time.perf_counter()
+for i in range(n):
+    while True:
+        try:
+            p.produce(topic, payload, partition=i % 3); break
+        except BufferError:
+            p.poll(0.01)
+left = p.flush(120)
+print(n / (time.perf_counter() - t) if left == 0 else -1)
+"""
+
+_CONSUMER = r"""
+import sys, time
+from confluent_kafka import ShareConsumer, AcknowledgeType
+bs, topic, group, stop_at = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit"})
+c.subscribe([topic])
+n = 0; first = None; last = None; idle = time.monotonic()
+while time.monotonic() < stop_at:
+    ms = c.poll(0.5)
+    got = 0
+    for m in ms:
+        if m.error(): continue
+        c.acknowledge(m, AcknowledgeType.ACCEPT); got += 1
+    if got:
+        c.commit_sync(30); n += got; now = time.monotonic(); first = first or now; last = now; idle = now
+    elif first and time.monotonic() - idle > 3:
+        break
+c.close()
+print(n, first or 0, last or 0)
+"""
+
+
+_LAT_CONSUMER = r"""
+import sys, time, json
+from confluent_kafka import ShareConsumer, AcknowledgeType
+bs, topic, group, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit"})
+c.subscribe([topic])
+lat = []; deadline = time.time() + 120
+print("ready", flush=True)
+while len(lat) < n and time.time() < deadline:
+    ms = c.poll(0.1)
+    now = time.time()
+    for m in ms:
+        if m.error(): continue
+        lat.append((now - float(m.value().decode())) * 1000); c.acknowledge(m, AcknowledgeType.ACCEPT)
+    if ms: c.commit_async()
+c.close()
+print(json.dumps(lat))
+"""
+
+
+def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5) -> dict:
+    """p50/p99 produce-to-deliver latency (ms) of a paced Producer (``rate`` records/s) to one
+    ShareConsumer in another process (clocks: the same machine)."""
+    import json as _json
+
+    from confluent_kafka import Producer
+
+    from tests.e2e.helpers import create_topic, set_group_config
+
+    create_topic(bootstrap, "latency", 3)
+    set_group_config(bootstrap, "lat", "share.auto.offset.reset", "earliest")
+    n = rate * seconds
+    c = subprocess.Popen([sys.executable, "-c", _LAT_CONSUMER, bootstrap, "latency", "lat", str(n)], stdout=subprocess.PIPE, text=True)
+    c.stdout.readline()
+    time.sleep(3)  # let the consumer join and open its share session
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    t0 = time.perf_counter()
+    for i in range(n):
+        target = t0 + i / rate
+        delay = target - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        p.produce("latency", str(time.time()).encode(), partition=i % 3)
+        p.poll(0)
+    p.flush(30)
+    lat = _json.loads(c.communicate(timeout=180)[0].strip().splitlines()[-1])
+    return {"p50": round(_pct(lat, 0.5), 1), "p99": round(_pct(lat, 0.99), 1), "records": len(lat)}
+
+
+def bench_daemon(records: int, overrides: dict[str, str] | None = None) -> dict:
+    from tests.e2e.conftest import DaemonProcess  # the e2e harness starts and cleans up the daemon
+    from tests.e2e.helpers import create_topic, set_group_config
+    from wire.protocol import encode_request, request_header
+
+    tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-wire-"))
+    d = DaemonProcess(tmp / "data", _free_port(), _free_port(), {"log.dirs": str(tmp / "data" / "logs"), **(overrides or {})})
+    out: dict = {}
+    try:
+        d.start()
+        from kio.schema.api_versions.v3.request import ApiVersionsRequest
+        from kio.schema.metadata.v12.request import MetadataRequest
+
+        av = encode_request(request_header(18, 3, 1), ApiVersionsRequest(client_software_name="b", client_software_version="1"))
+        md = encode_request(request_header(3, 12, 2), MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        for name, frame in (("api_versions_us", av), ("metadata_us", md)):
+            xs = _round_trips(d.port, frame, 500)
+            out[name] = {"p50": round(_pct(xs, 0.5) * 1e6), "p99": round(_pct(xs, 0.99) * 1e6)}
+        rates = {}
+        for consumers in (1, 2, 4):
+            topic = f"bench{consumers}"
+            create_topic(d.bootstrap, topic, 3)
+            group = f"bench-g{consumers}"
+            set_group_config(d.bootstrap, group, "share.auto.offset.reset", "earliest")
+            pr = subprocess.run([sys.executable, "-c", _PRODUCER, d.bootstrap, topic, str(records)], capture_output=True, text=True, timeout=600)
+            out.setdefault("produce_records_per_s", []).append(round(float(pr.stdout.strip() or -1)))
+            stop_at = time.monotonic() + 300
+            procs = [subprocess.Popen([sys.executable, "-c", _CONSUMER, d.bootstrap, topic, group, str(stop_at)], stdout=subprocess.PIPE, text=True) for _ in range(consumers)]
+            res = [tuple(map(float, p.communicate(timeout=400)[0].split())) for p in procs]
+            total = sum(r[0] for r in res)
+            span = max(r[2] for r in res) - min(r[1] for r in res if r[1]) if total else 0
+            rates[str(consumers)] = {"records": int(total), "records_per_s": round(total / span) if span > 0 else None}
+        out["share_consume_ack_records_per_s"] = rates
+        out["produce_to_deliver_ms_at_1000_per_s"] = _latency(d.bootstrap)
+        rss = 0
+        for pid in d.all_pids():
+            try:
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmRSS:"):
+                        rss += int(line.split()[1])
+            except OSError:
+                pass
+        out["daemon_rss_mb_all_processes"] = round(rss / 1024)
+        time.sleep(2.5)
+        st = json.loads((d.data_dir / "shoal.status.json").read_text()).get("counts", {})
+        out["daemon_actor_asks"] = st.get("actor_asks")
+        out["daemon_actor_ask_ms_mean"] = st.get("actor_ask_ms_mean")
+        out["daemon_requests"] = st.get("requests")
+        out["daemon_processes"] = len(d.all_pids())
+    finally:
+        d.stop()
+        d.assert_no_processes_left()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=50_000)
+    ap.add_argument("--asks", type=int, default=2000)
+    ap.add_argument("--override", action="append", default=[], help="daemon key=value")
+    args = ap.parse_args()
+    overrides = dict(o.split("=", 1) for o in args.override)
+    result = {"bench": "wire", "records": args.records, "overrides": overrides}
+    result.update(bench_ask(args.asks))
+    result.update(bench_daemon(args.records, overrides))
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""Client-side helpers for the end-to-end tests (confluent-kafka 2.16.1 and raw sockets)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+
+
+def admin(bootstrap: str) -> Any:
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int, config: dict[str, str] | None = None) -> None:
+    from confluent_kafka.admin import NewTopic
+
+    a = admin(bootstrap)  # keep the client alive until the futures resolve
+    fs = a.create_topics([NewTopic(name, partitions, config=config or {})], request_timeout=30)
+    fs[name].result(30)
+
+
+def set_group_config(bootstrap: str, group: str, key: str, value: str) -> None:
+    """IncrementalAlterConfigs SET on the GROUP resource (AdminClient)."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    r = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)])
+    a = admin(bootstrap)
+    for f in a.incremental_alter_configs([r]).values():
+        f.result(30)
+
+
+def produce(bootstrap: str, topic: str, values: list[str], partitioner=None, **conf: Any) -> dict[str, tuple[int, int]]:
+    """Produce ``values`` (acks=all); returns value → (partition, offset) of every acknowledged
+    record. ``partitioner(i)`` picks the partition of the i-th value (default: i % 3)."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", **conf})
+    acked: dict[str, tuple[int, int]] = {}
+
+    def cb(err, msg):
+        if err is None:
+            acked[msg.value().decode()] = (msg.partition(), msg.offset())
+
+    for i, v in enumerate(values):
+        while True:
+            try:
+                p.produce(topic, value=v.encode(), partition=(partitioner(i) if partitioner else i % 3), on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    p.flush(60)
+    return acked
+
+
+def start_worker(tmp: Path, name: str, spec: dict[str, Any]) -> tuple[subprocess.Popen, Path]:
+    """Start ``share_worker.py`` with ``spec``; returns (process, path of its JSON-lines log)."""
+    out = tmp / f"{name}.jsonl"
+    spec = dict(spec, out=str(out))
+    proc = subprocess.Popen([sys.executable, str(HERE / "share_worker.py"), json.dumps(spec)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return proc, out
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            pass  # a torn last line of a SIGKILLed worker
+    return rows
+
+
+def wait_for(pred, timeout_s: float, interval_s: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(interval_s)
+    return pred()
+
+
+def raw_request(port: int, payload: bytes, read: bool = True, timeout_s: float = 5) -> bytes | None:
+    """Send ``payload`` (already framed or not) on a fresh connection; return the first response
+    frame's payload, or ``None`` if the daemon closed the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout_s) as s:
+        s.sendall(payload)
+        if not read:
+            return None
+        try:
+            head = _recv(s, 4)
+            if head is None:
+                return None
+            (size,) = struct.unpack(">i", head)
+            return _recv(s, size)
+        except (ConnectionError, socket.timeout):
+            return None
+
+
+def _recv(s: socket.socket, n: int) -> bytes | None:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return buf
+
+
+def describe_share_group(port: int, group: str) -> Any:
+    """ShareGroupDescribe v1 over a raw socket (confluent-kafka has no share-group admin call):
+    the kio ``DescribedGroup``."""
+    from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+
+    from wire.protocol import decode_response, encode_request, request_header
+
+    resp = raw_request(port, encode_request(request_header(77, 1, 78), ShareGroupDescribeRequest(group_ids=(group,), include_authorized_operations=False)))
+    assert resp is not None, "no ShareGroupDescribe response"
+    return decode_response(resp, 77, 1)[1].groups[0]
+
+
+def list_offsets(port: int, topic: str, partition: int, timestamp: int, version: int = 9) -> tuple[int, int]:
+    """ListOffsets over a raw socket (for -4 earliest-local / -5 latest-tiered, which
+    confluent-kafka's AdminClient cannot ask). Returns ``(error_code, offset)``."""
+    from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+    from kio.static.primitive import i8, i32, i64
+
+    from wire.protocol import decode_response, encode_request, request_header
+
+    body = ListOffsetsRequest(replica_id=i32(-1), isolation_level=i8(0), topics=(ListOffsetsTopic(name=topic, partitions=(ListOffsetsPartition(partition_index=i32(partition), timestamp=i64(timestamp)),)),))
+    resp = raw_request(port, encode_request(request_header(2, version, 77), body))
+    assert resp is not None, "no ListOffsets response"
+    _cid, r = decode_response(resp, 2, version)
+    p = r.topics[0].partitions[0]
+    return int(p.error_code), int(p.offset)

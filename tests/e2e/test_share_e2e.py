@@ -1,0 +1,464 @@
+"""End-to-end: the real daemon with confluent-kafka 2.16.1 clients (AdminClient, Producer,
+ShareConsumer in separate processes, Consumer with assign()).
+
+The shared daemon runs with short locks (2 s), a delivery-count limit of 3, 6 s share sessions
+and fast tiering (see ``conftest.SHARED_OVERRIDES``), all inside Kafka's ranges.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.helpers import create_topic, describe_share_group, list_offsets, produce, raw_request, read_log, set_group_config, start_worker, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def _finish(procs, timeout_s: float = 120) -> None:
+    for p in procs:
+        try:
+            p.wait(timeout_s)
+        except Exception:
+            p.kill()
+            p.wait(10)
+
+
+def test_share_groups_explicit_and_implicit_consumers_accept_every_record_once(shared_daemon, tmp_path: Path):
+    """AdminClient creates a 3-partition topic, a Producer sends 10,000 records, and two
+    ShareConsumers of one group consume them: one in explicit mode (accept most, release every
+    50th until its 2nd delivery, reject every 97th), one in implicit mode. Every record is accepted
+    exactly once or rejected; released records return with a higher delivery count; rejected
+    ones never return."""
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "orders", 3)
+    set_group_config(bs, "workers", "share.auto.offset.reset", "earliest")
+    # a group-level lock long enough that a slow CI machine never loses a lock before the commit
+    set_group_config(bs, "workers", "share.record.lock.duration.ms", "30000")
+    values = [f"v{i}" for i in range(10_000)]
+    base = {"bootstrap": bs, "group": "workers", "topic": "orders", "idle_exit_s": 6, "max_s": 150}
+    a, a_log = start_worker(tmp_path, "explicit", dict(base, mode="explicit", release_every=50, release_until=2, reject_every=97))
+    b, b_log = start_worker(tmp_path, "implicit", dict(base, mode="implicit"))
+
+    def both_assigned() -> bool:
+        g = describe_share_group(shared_daemon.port, "workers")
+        return g.error_code == 0 and len(g.members) == 2 and all(mb.assignment.topic_partitions for mb in g.members)
+
+    assert wait_for(both_assigned, 30), "the two consumers did not both get partitions"
+    acked = produce(bs, "orders", values)  # produced once both members hold partitions
+    assert len(acked) == 10_000
+    _finish([a, b])
+    rows = [r for r in read_log(a_log) + read_log(b_log) if "v" in r]
+    errors = [r for r in read_log(a_log) + read_log(b_log) if "err" in r or "commit_err" in r]
+    assert not errors, errors[:5]
+    by_value: dict[str, list[dict]] = collections.defaultdict(list)
+    for r in rows:
+        by_value[r["v"]].append(r)
+    accepted = {v for v, rs in by_value.items() if sum(r["act"] in ("accept", "implicit") for r in rs) >= 1}
+    rejected = {v for v, rs in by_value.items() if any(r["act"] == "reject" for r in rs)}
+    assert all(sum(r["act"] in ("accept", "implicit") for r in rs) <= 1 for rs in by_value.values()), "a record was accepted twice"
+    assert accepted | rejected == set(values)
+    assert not (accepted & rejected)
+    for v, rs in by_value.items():
+        rs.sort(key=lambda r: r["dc"])
+        for earlier, later in zip(rs, rs[1:]):
+            assert earlier["act"] == "release", f"{v} delivered again after {earlier['act']}"
+            assert later["dc"] > earlier["dc"], f"{v}: delivery count did not grow after release"
+        assert (rs[0]["p"], rs[0]["o"]) == acked[v]
+    released = [v for v, rs in by_value.items() if any(r["act"] == "release" for r in rs)]
+    assert released, "the explicit consumer released nothing (it received too few records)"
+    assert {r["act"] for r in read_log(b_log) if "act" in r} == {"implicit"}
+    assert any(r["act"] == "accept" for r in read_log(a_log) if "act" in r)
+
+
+def test_record_released_delivery_count_limit_times_is_archived(shared_daemon, tmp_path: Path):
+    """A record released on every delivery is delivered ``group.share.delivery.count.limit``
+    (3) times and then archived: never delivered again (SharePartitionTest
+    testAcquisitionLockTimeoutForBatchesPostMaxDeliveryCount / release path)."""
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "poison", 1)
+    set_group_config(bs, "poisoned", "share.auto.offset.reset", "earliest")
+    produce(bs, "poison", ["p0", "p1", "p2"], partitioner=lambda i: 0)
+    w, w_log = start_worker(tmp_path, "poison", {"bootstrap": bs, "group": "poisoned", "topic": "poison", "mode": "explicit", "always_release": ["p1"], "idle_exit_s": 8, "max_s": 60})
+    _finish([w])
+    rows = [r for r in read_log(w_log) if r.get("v") == "p1"]
+    assert [r["dc"] for r in rows] == [1, 2, 3]
+    assert {r["v"] for r in read_log(w_log) if r.get("act") == "accept"} == {"p0", "p2"}
+
+
+def test_killed_consumer_records_go_to_another_consumer_after_the_lock_duration(shared_daemon, tmp_path: Path):
+    """A ShareConsumer process acquires records and is SIGKILLed; after
+    ``group.share.record.lock.duration.ms`` (2 s) another consumer of the group gets them, with
+    delivery count 2."""
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "jobs", 1)
+    set_group_config(bs, "crashers", "share.auto.offset.reset", "earliest")
+    produce(bs, "jobs", [f"j{i}" for i in range(200)], partitioner=lambda i: 0)
+    holder, h_log = start_worker(tmp_path, "holder", {"bootstrap": bs, "group": "crashers", "topic": "jobs", "mode": "explicit", "hold": True, "max_s": 60})
+    assert wait_for(lambda: any("v" in r for r in read_log(h_log)), 30), holder.stdout.read1(4000) if holder.poll() is not None else "holder got nothing"
+    held = {(r["p"], r["o"]) for r in read_log(h_log) if "v" in r}
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(10)
+    t_killed = time.monotonic()
+    taker, t_log = start_worker(tmp_path, "taker", {"bootstrap": bs, "group": "crashers", "topic": "jobs", "mode": "explicit", "idle_exit_s": 8, "max_s": 90})
+    _finish([taker])
+    got = {(r["p"], r["o"]): r for r in read_log(t_log) if "v" in r}
+    assert held <= set(got), f"held records not redelivered: {sorted(held - set(got))[:5]}"
+    assert all(got[k]["dc"] == 2 for k in held)
+    assert all(r["dc"] == 1 for k, r in got.items() if k not in held)
+    assert time.monotonic() - t_killed >= 2.0
+
+
+def test_share_auto_offset_reset_earliest_versus_latest(shared_daemon):
+    """``share.auto.offset.reset`` set with IncrementalAlterConfigs on the GROUP resource:
+    ``earliest`` delivers records produced before the group first fetched, the default
+    ``latest`` only later ones."""
+    from confluent_kafka import ShareConsumer
+
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "resets", 1)
+    produce(bs, "resets", [f"before{i}" for i in range(10)], partitioner=lambda i: 0)
+    set_group_config(bs, "early", "share.auto.offset.reset", "earliest")
+    consumers = {g: ShareConsumer({"bootstrap.servers": bs, "group.id": g}) for g in ("early", "late")}
+    seen: dict[str, list[str]] = {g: [] for g in consumers}
+    try:
+        for c in consumers.values():
+            c.subscribe(["resets"])
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4:  # both groups join and initialise their share-partition
+            for g, c in consumers.items():
+                seen[g] += [m.value().decode() for m in c.poll(0.2) if not m.error()]
+        produce(bs, "resets", [f"after{i}" for i in range(10)], partitioner=lambda i: 0)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(sum(v.startswith("after") for v in seen[g]) >= 10 for g in consumers):
+            for g, c in consumers.items():
+                seen[g] += [m.value().decode() for m in c.poll(0.2) if not m.error()]
+    finally:
+        for c in consumers.values():
+            c.close()
+    assert sorted(seen["early"]) == sorted([f"before{i}" for i in range(10)] + [f"after{i}" for i in range(10)])
+    assert sorted(seen["late"]) == sorted(f"after{i}" for i in range(10))
+
+
+def test_assign_consumer_reads_every_record_including_the_remote_tier(shared_daemon):
+    """A plain Consumer with ``assign()`` reads a topic from offset 0 after its first segments
+    have been copied to the remote tier and deleted locally (ListOffsets -4 earliest-local > 0,
+    -5 latest-tiered ≥ 0): the offsets below the local log start come from the remote tier."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    bs = shared_daemon.bootstrap
+    cfg = {"remote.storage.enable": "true", "segment.bytes": "16384", "local.retention.bytes": "1", "retention.bytes": "-1"}
+    create_topic(bs, "tiered", 1, cfg)
+    values = [f"t{i:05d}-" + "x" * 60 for i in range(4000)]
+    acked = produce(bs, "tiered", values, partitioner=lambda i: 0, **{"batch.size": 4096})  # batches < segment.bytes
+    assert len(acked) == len(values)
+    assert wait_for(lambda: list_offsets(shared_daemon.port, "tiered", 0, -4)[1] > 0, 60), "nothing was tiered and deleted locally"
+    err, tiered = list_offsets(shared_daemon.port, "tiered", 0, -5)
+    assert err == 0 and tiered >= 0
+    err, max_ts_offset = list_offsets(shared_daemon.port, "tiered", 0, -3)
+    assert err == 0 and 0 <= max_ts_offset < len(values)
+    assert list_offsets(shared_daemon.port, "tiered", 0, -2) == (0, 0)
+    assert list_offsets(shared_daemon.port, "tiered", 0, -1) == (0, len(values))
+    c = Consumer({"bootstrap.servers": bs, "group.id": "reader", "enable.auto.commit": False})
+    c.assign([TopicPartition("tiered", 0, 0)])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < len(values) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append((m.offset(), m.value().decode()))
+    c.close()
+    assert [v for _o, v in got] == values
+    assert [o for o, _v in got] == list(range(len(values)))
+
+
+def test_bad_frames_close_only_their_connection(shared_daemon):
+    """Random, truncated, zero, negative and oversized frames and unknown API keys on raw
+    sockets: the daemon answers (UNSUPPORTED_VERSION) or closes that connection, and a real
+    client on another connection keeps working."""
+    import struct
+
+    from tests.e2e.helpers import admin
+
+    port = shared_daemon.port
+    for _ in range(20):
+        rnd = os.urandom(64)
+        resp = raw_request(port, struct.pack(">i", len(rnd)) + rnd)
+        assert resp is None or struct.unpack(">ih", resp) == (struct.unpack_from(">i", rnd, 4)[0], 35)
+    garbage_metadata = struct.pack(">hhih", 3, 12, 8, -1) + b"\xff" * 30  # known API, body garbage
+    assert raw_request(port, struct.pack(">i", len(garbage_metadata)) + garbage_metadata) is None
+    assert raw_request(port, struct.pack(">i", 0)) is None
+    assert raw_request(port, struct.pack(">i", -5)) is None
+    assert raw_request(port, struct.pack(">i", 200 * 1024 * 1024)) is None  # > socket.request.max.bytes
+    hdr = struct.pack(">hhih", 3, 12, 9, -1)
+    assert raw_request(port, struct.pack(">i", len(hdr) + 40) + hdr + b"\x01") is None  # truncated, then EOF
+    unknown = struct.pack(">hhih", 999, 0, 42, -1)
+    resp = raw_request(port, struct.pack(">i", len(unknown)) + unknown)
+    assert resp is not None and struct.unpack(">ih", resp) == (42, 35)
+    av = struct.pack(">hhih", 18, 99, 43, -1)
+    resp = raw_request(port, struct.pack(">i", len(av)) + av)
+    assert resp is not None and struct.unpack_from(">ih", resp) == (43, 35)
+    md = admin(shared_daemon.bootstrap).list_topics(timeout=10)
+    assert md.brokers and md.brokers[1].port == port
+
+
+def test_daemon_sigkilled_mid_stream_restarts_without_losing_or_redelivering(daemon_factory, tmp_path: Path):
+    """The daemon (every process of it) is SIGKILLed while a Producer (acks=all) is sending and a
+    ShareConsumer holds acquired records, then restarted on the same data dir: every record
+    acknowledged to the producer is there (assign() reads it), no accepted record is delivered
+    again, and the records that were in flight come back after their lock expired (delivery
+    count 2)."""
+    import threading
+
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from tests.e2e.conftest import SHARED_OVERRIDES
+
+    d = daemon_factory(**SHARED_OVERRIDES)
+    bs = d.bootstrap
+    create_topic(bs, "durable", 3)
+    set_group_config(bs, "survivors", "share.auto.offset.reset", "earliest")
+    set_group_config(bs, "survivors", "share.record.lock.duration.ms", "6000")
+    produce(bs, "durable", [f"a{i}" for i in range(3000)])
+    w, w_log = start_worker(tmp_path, "before", {"bootstrap": bs, "group": "survivors", "topic": "durable", "mode": "explicit", "hold_after": 1000, "max_s": 60})
+    assert wait_for(lambda: any(r.get("act") == "hold" for r in read_log(w_log)), 60), "the worker never held records"
+
+    acked: set[str] = set()
+    stop = threading.Event()
+
+    def keep_producing() -> None:
+        p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 2, "message.timeout.ms": 8000, "retries": 0})
+        i = 0
+        while not stop.is_set():
+            try:
+                p.produce("durable", value=f"b{i}".encode(), partition=i % 3, on_delivery=lambda err, m: err is None and acked.add(m.value().decode()))
+                i += 1
+            except BufferError:
+                pass
+            p.poll(0.001)
+        p.flush(15)
+
+    t = threading.Thread(target=keep_producing)
+    t.start()
+    assert wait_for(lambda: len(acked) >= 2000, 60)
+    os.kill(w.pid, signal.SIGKILL)
+    d.kill()  # the daemon and all its actor processes, mid-stream
+    w.wait(10)
+    stop.set()
+    t.join(60)
+    before = read_log(w_log)
+    accepted = {(r["p"], r["o"]) for r in before if r.get("act") == "accept"}
+    held = {(r["p"], r["o"]) for r in before if r.get("act") == "hold"}
+    assert len(accepted) >= 1000 and held
+
+    d2 = daemon_factory(data_dir=d.data_dir, port=d.port, **SHARED_OVERRIDES)
+    c = Consumer({"bootstrap.servers": d2.bootstrap, "group.id": "checker", "enable.auto.commit": False})
+    c.assign([TopicPartition("durable", p, 0) for p in range(3)])
+    seen: set[str] = set()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ({f"a{i}" for i in range(3000)} | acked) <= seen:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            seen.add(m.value().decode())
+    c.close()
+    missing = ({f"a{i}" for i in range(3000)} | acked) - seen
+    assert not missing, f"{len(missing)} acknowledged records lost, e.g. {sorted(missing)[:5]}"
+
+    w2, w2_log = start_worker(tmp_path, "after", {"bootstrap": d2.bootstrap, "group": "survivors", "topic": "durable", "mode": "explicit", "idle_exit_s": 12, "max_s": 120})
+    _finish([w2])
+    after = {(r["p"], r["o"]): r for r in read_log(w2_log) if "v" in r}
+    assert not (accepted & set(after)), f"accepted records delivered again: {sorted(accepted & set(after))[:5]}"
+    assert held <= set(after), f"in-flight records did not come back: {sorted(held - set(after))[:5]}"
+    assert all(after[k]["dc"] == 2 for k in held)
+
+
+def test_admin_views_of_share_groups_and_status(shared_daemon):
+    """ListGroups (AdminClient, type filter), ShareGroupDescribe and DescribeShareGroupOffsets
+    (raw kio requests: confluent-kafka has no share-group admin calls), DescribeConfigs on a
+    GROUP resource, and ``app.py status`` with its counts — on the groups the tests above made."""
+    import json
+    import subprocess
+    import sys
+
+    from confluent_kafka.admin import ConfigResource, ResourceType
+    from kio.schema.describe_share_group_offsets.v0.request import DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsRequestGroup
+    from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
+
+    from tests.e2e.conftest import ROOT
+    from tests.e2e.helpers import admin
+    from wire.protocol import decode_response, encode_request, request_header
+
+    a = admin(shared_daemon.bootstrap)
+    # confluent-kafka 2.16's list_consumer_groups drops groups whose protocol type is not
+    # "consumer"/"", so share groups are listed with a raw ListGroups v5 (type filter "share").
+    assert not [g.group_id for g in a.list_consumer_groups(request_timeout=30).result(30).valid]
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
+
+    resp = raw_request(shared_daemon.port, encode_request(request_header(16, 5, 4), ListGroupsRequest(states_filter=(), types_filter=("share",))))
+    _cid, lg = decode_response(resp, 16, 5)
+    ids = {g.group_id: g.group_state for g in lg.groups}
+    assert {"workers", "poisoned", "crashers", "early", "late"} <= set(ids)
+    assert all(g.group_type == "share" for g in lg.groups)
+    res = a.describe_configs([ConfigResource(ResourceType.GROUP, "workers")], request_timeout=30)
+    entries = list(res.values())[0].result(30)
+    assert entries["share.auto.offset.reset"].value == "earliest"
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    topic_res = ConfigResource(ResourceType.TOPIC, "orders", incremental_configs=[ConfigEntry("retention.ms", "86400000", incremental_operation=AlterConfigOpType.SET)])
+    for f in a.incremental_alter_configs([topic_res]).values():
+        f.result(30)
+    tcfg = list(a.describe_configs([ConfigResource(ResourceType.TOPIC, "orders")], request_timeout=30).values())[0].result(30)
+    assert tcfg["retention.ms"].value == "86400000" and not tcfg["retention.ms"].is_default
+    bcfg = list(a.describe_configs([ConfigResource(ResourceType.BROKER, "1")], request_timeout=30).values())[0].result(30)
+    assert bcfg["num.partitions"].value == "1"
+
+    port = shared_daemon.port
+    resp = raw_request(port, encode_request(request_header(77, 1, 5), ShareGroupDescribeRequest(group_ids=("workers", "nope"), include_authorized_operations=False)))
+    _cid, d = decode_response(resp, 77, 1)
+    workers, nope = d.groups
+    assert workers.error_code == 0 and workers.group_state == "Empty" and workers.group_epoch > 0
+    assert nope.error_code != 0
+    resp = raw_request(port, encode_request(request_header(90, 0, 6), DescribeShareGroupOffsetsRequest(groups=(DescribeShareGroupOffsetsRequestGroup(group_id="workers", topics=None),))))
+    _cid, o = decode_response(resp, 90, 0)
+    [g] = o.groups
+    starts = {(t.topic_name, p.partition_index): p.start_offset for t in g.topics for p in t.partitions}
+    assert set(starts) == {("orders", 0), ("orders", 1), ("orders", 2)}
+    assert sum(starts.values()) == 10_000  # every record of the group is acknowledged or archived
+
+    time.sleep(2.5)  # the status counts are refreshed every shoal.status.interval.ms (2 s)
+    out = subprocess.run([sys.executable, str(ROOT / "app.py"), "status", "--json", "--data-dir", str(shared_daemon.data_dir)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stdout + out.stderr
+    st = json.loads(out.stdout)
+    assert st["ready"] and st["running"] and st["apis"] >= 16
+    assert st["topics"] >= 5 and st["groups"] >= 5
+    assert st["tiered_segments"] > 0
+    assert "in_flight_records" in st and "members" in st
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_round_trip_through_share_and_assign_consumers(shared_daemon, codec):
+    """Produce with each ``compression.type`` (and acks 0, 1, all across the codecs): the batches
+    are validated and stored as sent; a ShareConsumer and an assign() Consumer decode them."""
+    from confluent_kafka import Consumer, ShareConsumer, TopicPartition
+
+    bs = shared_daemon.bootstrap
+    topic = f"codec-{codec}"
+    create_topic(bs, topic, 1)
+    set_group_config(bs, f"g-{codec}", "share.auto.offset.reset", "earliest")
+    acks = {"none": "all", "gzip": "1", "snappy": "all", "lz4": "1", "zstd": "all"}[codec]
+    values = [f"{codec}-{i}-" + "y" * (i % 50) for i in range(500)]
+    acked = produce(bs, topic, values, partitioner=lambda i: 0, **{"compression.type": codec, "acks": acks})
+    assert set(acked) == set(values)
+    if codec == "none":  # acks=0: nothing is acknowledged back, but the records are appended
+        produce(bs, topic, ["zero-ack"], partitioner=lambda i: 0, **{"acks": "0"})
+        values = values + ["zero-ack"]
+    c = Consumer({"bootstrap.servers": bs, "group.id": "r", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < len(values) and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value().decode())
+    c.close()
+    assert got == values
+    s = ShareConsumer({"bootstrap.servers": bs, "group.id": f"g-{codec}"})
+    s.subscribe([topic])
+    shared = []
+    deadline = time.monotonic() + 30
+    while len(shared) < len(values) and time.monotonic() < deadline:
+        shared += [m.value().decode() for m in s.poll(0.5) if not m.error()]
+    s.close()
+    assert sorted(shared) == sorted(values)
+
+
+def test_delete_topic_and_recreate_starts_empty(shared_daemon):
+    """DeleteTopics removes the topic (Metadata no longer lists it) and its log; a topic created
+    again with the same name starts at offset 0 (its old segments are gone)."""
+    from tests.e2e.helpers import admin
+
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "ephemeral", 2)
+    a = admin(bs)
+    produce(bs, "ephemeral", [f"e{i}" for i in range(20)], partitioner=lambda i: i % 2)
+    assert list_offsets(shared_daemon.port, "ephemeral", 0, -1) == (0, 10)
+    a.delete_topics(["ephemeral"], request_timeout=30)["ephemeral"].result(30)
+    assert "ephemeral" not in a.list_topics(timeout=10).topics
+    create_topic(bs, "ephemeral", 2)
+    assert list_offsets(shared_daemon.port, "ephemeral", 0, -1) == (0, 0)
+    assert list_offsets(shared_daemon.port, "ephemeral", 1, -1) == (0, 0)
+
+
+def test_sigint_stops_the_daemon_cleanly(daemon_factory):
+    """SIGINT (Ctrl-C) stops the daemon with exit code 0 and no Thespian process left behind
+    (the harness checks the PIDs of every process of the daemon)."""
+    d = daemon_factory()
+    pids = d.all_pids()
+    assert len(pids) >= 3  # the daemon, the Thespian admin and at least the journal/controller actors
+    d.proc.send_signal(signal.SIGINT)
+    assert d.proc.wait(30) == 0
+    d.assert_no_processes_left()
+
+
+def test_second_daemon_on_a_busy_admin_port_refuses_to_start(daemon_factory, tmp_path: Path):
+    """A second daemon configured with the admin port of a running one exits with an error
+    instead of joining that actor system (Thespian would silently attach to it)."""
+    from tests.e2e.conftest import DaemonProcess, free_port
+
+    d = daemon_factory()
+    other = DaemonProcess(tmp_path / "other", free_port(), d.admin_port, {})
+    with pytest.raises(RuntimeError, match="exited"):
+        other.start(timeout_s=30)
+    assert "admin port" in other.log_tail()
+    other.assert_no_processes_left()
+    from tests.e2e.helpers import admin
+
+    assert admin(d.bootstrap).list_topics(timeout=10).brokers  # the first one is unaffected
+
+
+def test_restart_after_only_the_main_process_was_sigkilled_cleans_up_orphaned_actors(daemon_factory):
+    """SIGKILL of the daemon's main process alone leaves its Thespian admin and actor processes
+    running; a daemon restarted on the same data dir shuts that orphaned actor system down
+    (identified by the status file's dead pid and admin port), starts, and serves the data."""
+    d = daemon_factory()
+    create_topic(d.bootstrap, "kept", 1)
+    produce(d.bootstrap, "kept", ["k0", "k1"], partitioner=lambda i: 0)
+    os.kill(d.proc.pid, signal.SIGKILL)
+    d.proc.wait(10)
+    d.killed = True
+    orphans = d.all_pids()
+    assert orphans, "expected Thespian processes to outlive the main process"
+    d2 = daemon_factory(data_dir=d.data_dir, port=d.port, admin_port=d.admin_port)
+    assert not (set(orphans) & set(d2.all_pids()) - {d2.proc.pid})
+    assert list_offsets(d2.port, "kept", 0, -1) == (0, 2)
+
+
+def test_share_auto_offset_reset_by_duration(shared_daemon):
+    """``share.auto.offset.reset=by_duration:PT1H``: the share-partition starts at the first
+    record not older than one hour (records produced with a CreateTime two hours ago are skipped)."""
+    from confluent_kafka import Producer, ShareConsumer
+
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "durations", 1)
+    set_group_config(bs, "recent", "share.auto.offset.reset", "by_duration:PT1H")
+    now_ms = int(time.time() * 1000)
+    p = Producer({"bootstrap.servers": bs, "acks": "all"})
+    for i in range(5):
+        p.produce("durations", f"old{i}".encode(), partition=0, timestamp=now_ms - 2 * 3600 * 1000)
+    p.flush(10)
+    for i in range(5):
+        p.produce("durations", f"new{i}".encode(), partition=0, timestamp=now_ms)
+    p.flush(10)
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": "recent"})
+    c.subscribe(["durations"])
+    got: list[str] = []
+    deadline = time.monotonic() + 30
+    while len(got) < 5 and time.monotonic() < deadline:
+        got += [m.value().decode() for m in c.poll(0.3) if not m.error()]
+    c.close()
+    assert sorted(got) == [f"new{i}" for i in range(5)]

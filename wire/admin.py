@@ -1,0 +1,257 @@
+"""Handlers for the cluster and admin APIs: ApiVersions (18), Metadata (3), FindCoordinator (10),
+CreateTopics (19), DeleteTopics (20), DescribeConfigs (32), IncrementalAlterConfigs (44),
+ListGroups (16).
+
+Each handler takes ``(request, backend)`` — a :class:`wire.protocol.DecodedRequest` and a
+:class:`wire.backend.Backend` — and returns the kio response entity for the request's version.
+Semantics from Kafka's ``KafkaApis`` (``handleApiVersionsRequest``, ``handleTopicMetadataRequest``,
+``handleFindCoordinatorRequest``, ``handleCreateTopicsRequest`` …) for a single-node cluster:
+this node is the leader of every partition and the coordinator of every group.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8, i16, i32
+
+from wire.backend import Backend, TopicSpec
+from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.protocol import DecodedRequest
+
+__all__ = [
+    "api_versions",
+    "create_topics",
+    "delete_topics",
+    "describe_configs",
+    "find_coordinator",
+    "incremental_alter_configs",
+    "list_groups",
+    "metadata",
+    "topic_metadata",
+]
+
+#: FindCoordinator key types (``FindCoordinatorRequest.CoordinatorType``): 0 GROUP, 1 TRANSACTION, 2 SHARE.
+COORDINATOR_GROUP = 0
+COORDINATOR_SHARE = 2
+
+
+def api_versions(req: DecodedRequest, supported: dict[int, tuple[int, int]], error: ErrorCode = ErrorCode.none) -> Any:
+    """ApiVersions: the advertised ``supported`` table (api key → (min, max)). KIP-511: a request
+    with an unknown version is answered as v0 with UNSUPPORTED_VERSION (see :func:`api_versions_fallback`)."""
+    cls = response_class(18, req.api_version)
+    keys = tuple(nested(cls, "ApiVersion", api_key=i16(k), min_version=i16(lo), max_version=i16(hi)) for k, (lo, hi) in sorted(supported.items()))
+    return build(cls, error_code=error, api_keys=keys, throttle_time=NO_THROTTLE)
+
+
+def api_versions_fallback(supported: dict[int, tuple[int, int]]) -> Any:
+    """ApiVersions v0 response with UNSUPPORTED_VERSION and the supported table (Kafka answers an
+    ApiVersions request of an unknown version this way so the client can downgrade)."""
+    cls = response_class(18, 0)
+    keys = tuple(nested(cls, "ApiVersion", api_key=i16(k), min_version=i16(lo), max_version=i16(hi)) for k, (lo, hi) in sorted(supported.items()))
+    return build(cls, error_code=ErrorCode.unsupported_version, api_keys=keys, throttle_time=NO_THROTTLE)
+
+
+def topic_metadata(cls: type, backend: Backend, info: Any) -> Any:
+    """A ``MetadataResponseTopic`` for ``info`` (a :class:`TopicInfo`): every partition led by
+    this node, replicas and ISR = [this node], leader epoch 0."""
+    node = i32(backend.node_id)
+    parts = tuple(
+        nested(
+            cls,
+            "MetadataResponsePartition",
+            error_code=ErrorCode.none,
+            partition_index=i32(p),
+            leader_id=node,
+            leader_epoch=i32(0),
+            replica_nodes=(node,),
+            isr_nodes=(node,),
+            offline_replicas=(),
+        )
+        for p in range(info.partitions)
+    )
+    return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id, is_internal=info.internal, partitions=parts)
+
+
+def metadata(req: DecodedRequest, backend: Backend, auto_create: bool) -> Any:
+    """Metadata: this broker, and the requested topics (all when ``topics`` is null). Unknown
+    names give UNKNOWN_TOPIC_OR_PARTITION unless ``allow_auto_topic_creation`` and the broker's
+    ``auto.create.topics.enable`` (then the topic is created with broker defaults)."""
+    cls = response_class(3, req.api_version)
+    body = req.body
+    broker = nested(cls, "MetadataResponseBroker", node_id=i32(backend.node_id), host=backend.host, port=i32(backend.port), rack=None)
+    if body.topics is None:
+        infos = backend.topics()
+        topics = tuple(topic_metadata(cls, backend, t) for t in infos)
+    else:
+        wanted = [t.name for t in body.topics if t.name]
+        by_id = {t.topic_id for t in body.topics if t.name is None and getattr(t, "topic_id", None)}
+        known = {t.name: t for t in backend.topics()}
+        missing = [n for n in wanted if n not in known]
+        if missing and auto_create and getattr(body, "allow_auto_topic_creation", True):
+            created = backend.create_topics([TopicSpec(n, -1, -1) for n in missing], False)
+            for n, (_err, _msg, info) in created.items():
+                if info is not None:
+                    known[n] = info
+        out = []
+        for n in wanted:
+            if n in known:
+                out.append(topic_metadata(cls, backend, known[n]))
+            else:
+                out.append(nested(cls, "MetadataResponseTopic", error_code=ErrorCode.unknown_topic_or_partition, name=n, topic_id=_ZERO_UUID, partitions=()))
+        for tid in by_id:
+            info = next((t for t in known.values() if t.topic_id == tid), None)
+            if info is None:
+                out.append(nested(cls, "MetadataResponseTopic", error_code=ErrorCode.unknown_topic_id, name=None, topic_id=tid, partitions=()))
+            else:
+                out.append(topic_metadata(cls, backend, info))
+        topics = tuple(out)
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        brokers=(broker,),
+        cluster_id=backend.cluster_id,
+        controller_id=i32(backend.node_id),
+        topics=topics,
+        error_code=ErrorCode.none,
+        cluster_authorized_operations=i32(-2147483648),
+    )
+
+
+import uuid as _uuid  # noqa: E402
+
+_ZERO_UUID = _uuid.UUID(int=0)
+
+
+def find_coordinator(req: DecodedRequest, backend: Backend) -> Any:
+    """FindCoordinator (v4+: batched ``coordinator_keys``; v0-3: one ``key``). Group (0) and share
+    (2, key ``group:topicId:partition``) keys resolve to this node; transaction keys (1) give
+    COORDINATOR_NOT_AVAILABLE (no transactions in Shoal)."""
+    cls = response_class(10, req.api_version)
+    body = req.body
+    key_type = int(body.key_type)
+    ok = key_type in (COORDINATOR_GROUP, COORDINATOR_SHARE)
+    err = ErrorCode.none if ok else ErrorCode.coordinator_not_available
+    msg = None if ok else "transactions are not supported"
+    node, host, port = (i32(backend.node_id), backend.host, i32(backend.port)) if ok else (i32(-1), "", i32(-1))
+    if req.api_version >= 4:
+        coords = tuple(nested(cls, "Coordinator", key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg) for k in body.coordinator_keys)
+        return build(cls, throttle_time=NO_THROTTLE, coordinators=coords)
+    return build(cls, throttle_time=NO_THROTTLE, error_code=err, error_message=msg, node_id=node, host=host, port=port)
+
+
+def create_topics(req: DecodedRequest, backend: Backend) -> Any:
+    """CreateTopics: one controller message for the whole request. Manual replica assignments
+    are refused (INVALID_REQUEST) — a single node places every partition."""
+    cls = response_class(19, req.api_version)
+    body = req.body
+    specs: list[TopicSpec] = []
+    early: dict[str, tuple[ErrorCode, str]] = {}
+    for t in body.topics:
+        if t.assignments:
+            early[t.name] = (ErrorCode.invalid_request, "manual partition assignment is not supported")
+            continue
+        specs.append(TopicSpec(t.name, int(t.num_partitions), int(t.replication_factor), {c.name: c.value for c in t.configs if c.value is not None}))
+    results = backend.create_topics(specs, bool(body.validate_only)) if specs else {}
+    out = []
+    for t in body.topics:
+        if t.name in early:
+            e, m = early[t.name]
+            out.append(nested(cls, "CreatableTopicResult", name=t.name, topic_id=_ZERO_UUID, error_code=e, error_message=m, configs=None))
+            continue
+        err, msg, info = results.get(t.name, ("UNKNOWN_SERVER_ERROR", "no result", None))
+        out.append(
+            nested(
+                cls,
+                "CreatableTopicResult",
+                name=t.name,
+                topic_id=info.topic_id if info else _ZERO_UUID,
+                error_code=error_code(err),
+                error_message=msg,
+                num_partitions=i32(info.partitions if info else -1),
+                replication_factor=i16(1 if info else -1),
+                configs=None,
+            )
+        )
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(out))
+
+
+def delete_topics(req: DecodedRequest, backend: Backend) -> Any:
+    """DeleteTopics by name (v0-5 ``topic_names``, v6 ``topics`` with name or id)."""
+    cls = response_class(20, req.api_version)
+    body = req.body
+    if req.api_version >= 6:
+        names: list[str] = []
+        by_id = {t.topic_id: t for t in backend.topics()}
+        unknown_ids = []
+        for t in body.topics:
+            if t.name:
+                names.append(t.name)
+            elif t.topic_id in by_id:
+                names.append(by_id[t.topic_id].name)
+            else:
+                unknown_ids.append(t.topic_id)
+    else:
+        names = list(body.topic_names)
+        unknown_ids = []
+    results = backend.delete_topics(names) if names else {}
+    out = [
+        nested(cls, "DeletableTopicResult", name=n, topic_id=(results[n][1] or _ZERO_UUID), error_code=error_code(results[n][0]), error_message=None)
+        for n in names
+    ]
+    out += [nested(cls, "DeletableTopicResult", name=None, topic_id=tid, error_code=ErrorCode.unknown_topic_id, error_message=None) for tid in unknown_ids]
+    return build(cls, throttle_time=NO_THROTTLE, responses=tuple(out))
+
+
+def describe_configs(req: DecodedRequest, backend: Backend) -> Any:
+    """DescribeConfigs for topic (2), broker (4) and group (32) resources."""
+    cls = response_class(32, req.api_version)
+    out = []
+    for r in req.body.resources:
+        keys = None if r.configuration_keys is None or len(r.configuration_keys) == 0 else list(r.configuration_keys)
+        err, msg, entries = backend.describe_configs(int(r.resource_type), r.resource_name, keys)
+        configs = tuple(
+            nested(
+                cls,
+                "DescribeConfigsResourceResult",
+                name=e.name,
+                value=e.value,
+                read_only=e.read_only,
+                is_default=e.is_default,
+                config_source=i8(e.source),
+                is_sensitive=e.sensitive,
+                synonyms=(),
+                config_type=i8(0),
+                documentation=None,
+            )
+            for e in entries
+        )
+        out.append(
+            nested(cls, "DescribeConfigsResult", error_code=error_code(err), error_message=msg, resource_type=r.resource_type, resource_name=r.resource_name, configs=configs)
+        )
+    return build(cls, throttle_time=NO_THROTTLE, results=tuple(out))
+
+
+def incremental_alter_configs(req: DecodedRequest, backend: Backend) -> Any:
+    """IncrementalAlterConfigs for topic, broker and group resources (one backend call each)."""
+    cls = response_class(44, req.api_version)
+    out = []
+    for r in req.body.resources:
+        ops = [(c.name, int(c.config_operation), c.value) for c in r.configs]
+        err, msg = backend.alter_configs(int(r.resource_type), r.resource_name, ops, bool(req.body.validate_only))
+        out.append(nested(cls, "AlterConfigsResourceResponse", error_code=error_code(err), error_message=msg, resource_type=r.resource_type, resource_name=r.resource_name))
+    return build(cls, throttle_time=NO_THROTTLE, responses=tuple(out))
+
+
+def list_groups(req: DecodedRequest, backend: Backend) -> Any:
+    """ListGroups (v5 filters by state and type; share groups have type ``share`` and
+    protocol type ``share``)."""
+    cls = response_class(16, req.api_version)
+    types = [str(t) for t in getattr(req.body, "types_filter", ())]
+    states = [str(s) for s in getattr(req.body, "states_filter", ())]
+    groups = tuple(
+        nested(cls, "ListedGroup", group_id=g, protocol_type=gtype, group_state=state, group_type=gtype)
+        for g, gtype, state in backend.list_groups(types, states)
+    )
+    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups)

@@ -1,0 +1,228 @@
+"""What the Kafka handlers need from the rest of Shoal: the :class:`Backend` interface.
+
+The handlers in :mod:`wire.admin`, :mod:`wire.records` and :mod:`wire.share` translate kio
+requests into calls on a ``Backend`` and its plain results back into kio responses. The daemon's
+implementation (:class:`wire.daemon.ShoalBackend`) sends ONE actor message per request to the
+controller or to a share-group actor (control plane) and reads/appends record bytes through the
+partition logs in the listener's own process (data plane: record bytes never pass through an
+actor). Errors are Kafka error names (``"UNKNOWN_TOPIC_OR_PARTITION"``), never exceptions.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Protocol, Sequence
+
+__all__ = [
+    "AckBatch",
+    "AcquiredRange",
+    "Backend",
+    "ConfigEntry",
+    "FetchedPartition",
+    "HeartbeatResult",
+    "ProduceResult",
+    "ShareFetchPartition",
+    "ShareFetchResult",
+    "SharePartitionAck",
+    "TopicInfo",
+    "TopicSpec",
+    "RESOURCE_TOPIC",
+    "RESOURCE_GROUP",
+    "RESOURCE_BROKER",
+]
+
+#: Kafka ``ConfigResource.Type`` ids (DescribeConfigs / IncrementalAlterConfigs).
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
+
+
+@dataclass(frozen=True, slots=True)
+class TopicInfo:
+    """A topic as Metadata shows it: ``name``, ``topic_id`` (uuid4), ``partitions`` (count)."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    internal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpec:
+    """A CreateTopics entry: ``partitions``/``replication_factor`` -1 mean the broker default."""
+
+    name: str
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One DescribeConfigs result row. ``source`` is Kafka's ``ConfigSource`` id (1 dynamic topic,
+    4 static broker, 5 default, 8 group …)."""
+
+    name: str
+    value: str | None
+    read_only: bool = False
+    is_default: bool = False
+    source: int = 5
+    sensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ProduceResult:
+    """Result of appending one partition's records: ``base_offset`` of the first record,
+    ``log_append_time_ms`` (-1 with CreateTime), ``log_start_offset``; ``error`` a Kafka name."""
+
+    error: str | None
+    base_offset: int = -1
+    log_append_time_ms: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedPartition:
+    """Bytes for one partition of a Fetch: whole RecordBatches starting at or before the fetch
+    offset (clients skip the records below it); watermarks as Kafka reports them."""
+
+    error: str | None
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatResult:
+    """ShareGroupHeartbeat answer. ``assignment`` maps topic id → partitions, or ``None`` when the
+    response carries no assignment (unchanged)."""
+
+    error: str | None
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 5000
+    assignment: dict[uuid.UUID, list[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AckBatch:
+    """An acknowledgement batch: offsets ``first_offset``..``last_offset`` inclusive and either
+    one type for all or one per offset (0 GAP, 1 ACCEPT, 2 RELEASE, 3 REJECT, 4 RENEW)."""
+
+    first_offset: int
+    last_offset: int
+    types: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionAck:
+    """Acknowledgements for one share-partition (topic id, partition)."""
+
+    topic_id: uuid.UUID
+    partition: int
+    batches: tuple[AckBatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AcquiredRange:
+    """Offsets ``first_offset``..``last_offset`` inclusive acquired with ``delivery_count``."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchPartition:
+    """ShareFetch/ShareAcknowledge answer for one partition: the records' bytes (whole batches
+    covering the acquired ranges), the acquired ranges, the acknowledgement outcome."""
+
+    topic_id: uuid.UUID
+    partition: int
+    error: str | None = None
+    error_message: str | None = None
+    ack_error: str | None = None
+    ack_error_message: str | None = None
+    records: bytes = b""
+    acquired: tuple[AcquiredRange, ...] = ()
+    log_start_offset: int = -1
+    high_watermark: int = -1
+
+
+class Backend(Protocol):
+    """The broker as the handlers see it. All times in ms, offsets inclusive unless named *end*.
+
+    Control-plane calls are one actor message each; data-plane calls read or append segment
+    files in the caller's process. Implementations are thread-safe (one listener thread per
+    connection)."""
+
+    node_id: int
+    host: str
+    port: int
+    cluster_id: str
+
+    # -- control plane ------------------------------------------------------------------------
+    def topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
+        """Known topics (all when ``names`` is None; unknown names are left out)."""
+
+    def create_topics(self, specs: Sequence[TopicSpec], validate_only: bool) -> dict[str, tuple[str | None, str | None, TopicInfo | None]]:
+        """Create topics; per name ``(error, message, info)``."""
+
+    def delete_topics(self, names: Sequence[str]) -> dict[str, tuple[str | None, uuid.UUID | None]]:
+        """Delete topics by name; per name ``(error, topic_id)``."""
+
+    def describe_configs(self, resource_type: int, name: str, keys: Sequence[str] | None) -> tuple[str | None, str | None, list[ConfigEntry]]:
+        """Describe one config resource: ``(error, message, entries)``."""
+
+    def alter_configs(self, resource_type: int, name: str, ops: Sequence[tuple[str, int, str | None]], validate_only: bool) -> tuple[str | None, str | None]:
+        """IncrementalAlterConfigs for one resource; ``ops`` are ``(key, op, value)`` with Kafka's
+        op ids 0 SET, 1 DELETE, 2 APPEND, 3 SUBTRACT. Returns ``(error, message)``."""
+
+    def list_groups(self, types: Sequence[str], states: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``(group_id, group_type, state)`` of the known groups matching the filters."""
+
+    # -- data plane ---------------------------------------------------------------------------
+    def produce(self, topic: str, partition: int, records: bytes, acks: int) -> ProduceResult:
+        """Validate and append one partition's RecordBatches; returns the assigned base offset."""
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
+        """Read whole batches from ``offset`` (local segments or the remote tier)."""
+
+    def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
+        """ListOffsets for one partition: ``(error, offset, timestamp)``; ``timestamp`` -1 latest,
+        -2 earliest, -3 max-timestamp, -4 earliest-local, -5 latest-tiered, else by time."""
+
+    def wait_for_data(self, timeout_ms: int) -> None:
+        """Block up to ``timeout_ms`` or until any partition gets new records (long poll)."""
+
+    # -- share groups (one message to the group's ShareGroupActor each) ----------------------
+    def share_heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> "HeartbeatResult":
+        """ShareGroupHeartbeat (join with epoch 0, heartbeat, leave with -1)."""
+
+    def share_fetch(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]], acks: Sequence[SharePartitionAck], max_records: int, max_wait_ms: int) -> "ShareFetchResult":
+        """ShareFetch: ``wanted`` partitions added to the session, ``forgotten`` removed,
+        piggy-backed ``acks``; may long-poll up to ``max_wait_ms`` before deciding."""
+
+    def share_acknowledge(self, group: str, member: str, epoch: int, acks: Sequence[SharePartitionAck]) -> "ShareFetchResult":
+        """ShareAcknowledge (epoch -1 also closes the share session)."""
+
+    def share_group_describe(self, group: str) -> dict:
+        """ShareGroupDescribe of one group: ``{"error"}`` or state, epochs, assignor, members."""
+
+    def share_group_offsets(self, group: str, topics: Sequence[tuple[str, list[int]]] | None) -> tuple[str | None, str | None, list]:
+        """DescribeShareGroupOffsets: ``(error, message, [(topic, topic id, [(partition, start offset, error)])])``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchResult:
+    """ShareFetch/ShareAcknowledge answer: a top-level ``error`` (SHARE_SESSION_NOT_FOUND,
+    INVALID_SHARE_SESSION_EPOCH, UNKNOWN_MEMBER_ID, COORDINATOR_LOAD_IN_PROGRESS …) or the
+    per-partition results; ``lock_timeout_ms`` is the acquisition lock duration in force."""
+
+    error: str | None
+    message: str | None = None
+    lock_timeout_ms: int = 30000
+    partitions: tuple[ShareFetchPartition, ...] = ()

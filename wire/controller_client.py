@@ -1,0 +1,237 @@
+"""The listener's side of the controller: topics, configs and child-actor lookup, one
+``ControllerActor`` message per Kafka request (``actors/controller/messages.py``).
+
+The data plane (Produce/Fetch/ShareFetch) must not ask the controller per request, so this client
+keeps a cache of the topic image (name → id, partition count, configs) refreshed by every Metadata
+request, every CreateTopics/DeleteTopics/IncrementalAlterConfigs answer, and on a miss (at most
+once per ``shoal.wire.metadata.refresh.ms``, default 500 ms). Share-group actor addresses come from
+the controller's ``ChildLookup`` (kind ``share``) and are cached; a timed-out ask drops the entry so
+the next request looks the child up again (it may have been restarted).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Mapping, Sequence
+
+from wire.backend import ConfigEntry, TopicInfo, TopicSpec
+from wire.gateway import ActorTimeout
+
+__all__ = ["ControllerClient", "start", "RESOURCE_NAMES", "OP_NAMES"]
+
+log = logging.getLogger("shoal.wire.controller")
+
+#: Kafka ConfigResource type id → the controller's resource type name.
+RESOURCE_NAMES = {2: "TOPIC", 4: "BROKER"}
+#: IncrementalAlterConfigs op id → name (Kafka ``AlterConfigOp.OpType``).
+OP_NAMES = {0: "SET", 1: "DELETE", 2: "APPEND", 3: "SUBTRACT"}
+
+CONTROLLER_NAME = "shoal-controller"
+
+
+def _err(name: str | None) -> str | None:
+    return None if not name or name == "NONE" else name
+
+
+def start(asys: Any, gateway: Any, cfg: Mapping[str, str], journal: Any) -> "ControllerClient":
+    """Create the ControllerActor (globalName ``shoal-controller``), configure it (it recovers its
+    stream; its supervisor knows the ``share`` and ``rlmm`` child kinds), and return a client. Raises ``RuntimeError`` when
+    the controller does not become ready within 60 s."""
+    from actors.messages import Configure
+
+    addr = asys.createActor("actors.controller.actor.ControllerActor", globalName=CONTROLLER_NAME)
+    reply = asys.ask(addr, Configure(dict(cfg), "controller", journal), 60)
+    if reply is None or type(reply).__name__ != "Configured":
+        raise RuntimeError(f"controller did not start: {reply!r}")
+    return ControllerClient(gateway, addr, cfg)
+
+
+class ControllerClient:
+    """Asks the ControllerActor at ``addr`` through ``gateway``; caches the topic image."""
+
+    def __init__(self, gateway: Any, addr: Any, cfg: Mapping[str, str]) -> None:
+        self.gateway = gateway
+        self.addr = addr
+        self.cfg = dict(cfg)
+        self.timeout_s = float(cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
+        self.refresh_s = float(cfg.get("shoal.wire.metadata.refresh.ms", "500")) / 1000
+        self._lock = threading.Lock()
+        self._topics: dict[str, TopicInfo] = {}
+        self._configs: dict[str, dict[str, str]] = {}
+        self._loaded_at = 0.0
+        self._children: dict[str, Any] = {}
+        self._groups_seen: set[str] = set()
+
+    # ------------------------------------------------------------------ asks
+    def ask(self, msg: Any, timeout_s: float | None = None) -> Any:
+        """Ask the controller; ``NotReady`` raises ``ActorTimeout`` (retriable on the wire),
+        ``Failure`` is returned as is."""
+        r = self.gateway.ask(self.addr, msg, timeout_s or self.timeout_s)
+        if type(r).__name__ == "NotReady":
+            raise ActorTimeout("the controller is recovering")
+        return r
+
+    # ------------------------------------------------------------------ topic image
+    def _refresh(self) -> dict[str, TopicInfo]:
+        from actors.controller.messages import MetadataRequest
+
+        r = self.ask(MetadataRequest(None, False))
+        image = {}
+        for t in getattr(r, "topics", []):
+            if _err(t.error) is None and t.name and t.topic_id:
+                image[t.name] = TopicInfo(t.name, uuid.UUID(t.topic_id), len(t.partitions), bool(t.is_internal))
+        with self._lock:
+            self._topics = image
+            self._loaded_at = time.monotonic()
+        return image
+
+    def topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
+        """The topic image, fresh from the controller (one ask)."""
+        image = self._refresh()
+        if names is None:
+            return sorted(image.values(), key=lambda t: t.name)
+        return [image[n] for n in names if n in image]
+
+    def _cached(self) -> dict[str, TopicInfo]:
+        with self._lock:
+            return self._topics
+
+    def cached_topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
+        """The cached topic image (no ask), refreshed only when one of ``names`` is missing and
+        the last refresh is older than ``shoal.wire.metadata.refresh.ms``."""
+        image = self._cached()
+        stale = time.monotonic() - self._loaded_at >= self.refresh_s
+        if stale and (not image or (names is not None and any(n not in image for n in names))):
+            image = self._refresh()
+        return sorted(image.values(), key=lambda t: t.name)
+
+    def partition_count(self, topic: str) -> int:
+        """Partitions of ``topic`` from the cache (refreshed on a miss, rate-limited); 0 if unknown."""
+        t = self._cached().get(topic)
+        if t is None and time.monotonic() - self._loaded_at >= self.refresh_s:
+            t = self._refresh().get(topic)
+        return t.partitions if t else 0
+
+    def names_by_id(self) -> dict[str, str]:
+        """Topic id (canonical hex) → name, from the cache (refreshed when empty)."""
+        image = self._cached() or self._refresh()
+        return {str(t.topic_id): t.name for t in image.values()}
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The effective configs of ``topic`` (for its partition logs), cached per topic."""
+        cfg = self._configs.get(topic)
+        if cfg is None:
+            err, _msg, entries = self.describe_configs(2, topic, None)
+            cfg = {e.name: e.value for e in entries if e.value is not None} if err is None else {}
+            self._configs[topic] = cfg
+        return cfg
+
+    # ------------------------------------------------------------------ admin requests
+    def create_topics(self, specs: Sequence[TopicSpec], validate_only: bool) -> dict[str, tuple[str | None, str | None, TopicInfo | None]]:
+        """CreateTopicsRequest → per name ``(error, message, TopicInfo)``."""
+        from actors.controller.messages import CreateTopicsRequest
+        from actors.controller.topics import CreatableTopic
+
+        topics = [CreatableTopic(s.name, s.partitions, s.replication_factor, (), tuple(sorted(s.configs.items()))) for s in specs]
+        r = self.ask(CreateTopicsRequest(topics, validate_only))
+        if type(r).__name__ == "Failure":
+            return {s.name: (r.error, r.message, None) for s in specs}
+        out = {}
+        for res in r.results:
+            err = _err(res.error)
+            info = TopicInfo(res.name, uuid.UUID(res.topic_id), res.num_partitions) if err is None and res.topic_id else None
+            out[res.name] = (err, res.message, info)
+        if not validate_only:
+            with self._lock:  # the reply carries the new topics: no second ask
+                image = dict(self._topics)
+                image.update({n: info for n, (_e, _m, info) in out.items() if info is not None})
+                self._topics = image
+        return out
+
+    def delete_topics(self, names: Sequence[str]) -> dict[str, tuple[str | None, uuid.UUID | None]]:
+        """DeleteTopicsRequest → per name ``(error, topic uuid)``."""
+        from actors.controller.messages import DeleteTopicsRequest
+
+        r = self.ask(DeleteTopicsRequest(list(names)))
+        if type(r).__name__ == "Failure":
+            return {n: (r.error, None) for n in names}
+        out = {}
+        for res in r.results:
+            out[res.name] = (_err(res.error), uuid.UUID(res.topic_id) if res.topic_id else None)
+            self._configs.pop(res.name, None)
+        with self._lock:
+            self._topics = {n: t for n, t in self._topics.items() if out.get(n, ("x",))[0] is not None}
+        return out
+
+    def describe_configs(self, resource_type: int, name: str, keys: Sequence[str] | None) -> tuple[str | None, str | None, list[ConfigEntry]]:
+        """DescribeConfigsRequest for one TOPIC/BROKER resource."""
+        from actors.controller.messages import DescribeConfigsRequest
+        from actors.controller.topics import CONFIG_SOURCE_IDS
+
+        rname = RESOURCE_NAMES.get(resource_type)
+        if rname is None:
+            return "INVALID_REQUEST", f"unsupported resource type {resource_type}", []
+        r = self.ask(DescribeConfigsRequest([(rname, name, None if keys is None else list(keys))]))
+        if type(r).__name__ == "Failure":
+            return r.error, r.message, []
+        res = r.results[0]
+        if _err(res.error):
+            return res.error, res.message, []
+        entries = [
+            ConfigEntry(e.name, e.value, e.read_only, CONFIG_SOURCE_IDS.get(e.source, 5) == 5, CONFIG_SOURCE_IDS.get(e.source, 5), e.is_sensitive)
+            for e in res.entries
+        ]
+        return None, None, entries
+
+    def alter_configs(self, resource_type: int, name: str, ops: Sequence[tuple[str, int, str | None]], validate_only: bool) -> tuple[str | None, str | None]:
+        """IncrementalAlterConfigsRequest for one TOPIC/BROKER resource."""
+        from actors.controller.messages import IncrementalAlterConfigsRequest
+        from actors.controller.topics import AlterConfigResource
+
+        rname = RESOURCE_NAMES.get(resource_type)
+        if rname is None:
+            return "INVALID_REQUEST", f"unsupported resource type {resource_type}"
+        bad = [op for _k, op, _v in ops if op not in OP_NAMES]
+        if bad:
+            return "INVALID_REQUEST", f"unknown config operation {bad[0]}"
+        res = AlterConfigResource(rname, name, tuple((k, OP_NAMES[op], v) for k, op, v in ops))
+        r = self.ask(IncrementalAlterConfigsRequest([res], validate_only))
+        if type(r).__name__ == "Failure":
+            return r.error, r.message
+        out = r.results[0]
+        if rname == "TOPIC":
+            self._configs.pop(name, None)
+        return _err(out.error), out.message
+
+    # ------------------------------------------------------------------ children
+    def share_group_actor(self, group: str) -> Any:
+        """The address of ``group``'s ShareGroupActor (created and recovered by the controller)."""
+        from actors.controller.messages import ChildLookup
+
+        addr = self._children.get(group)
+        if addr is not None:
+            return addr
+        r = self.ask(ChildLookup("share", group, True), max(self.timeout_s, 60))
+        if type(r).__name__ != "ChildAddress":
+            raise ActorTimeout(f"share group {group}: {getattr(r, 'error', r)!r} {getattr(r, 'message', '')}")
+        self._children[group] = r.address
+        self._groups_seen.add(group)
+        return r.address
+
+    def forget_child(self, group: str) -> None:
+        """Drop a cached child address (after a timeout)."""
+        self._children.pop(group, None)
+
+    def share_groups(self) -> list[tuple[str, str, str]]:
+        """``(group id, "share", state)`` of the groups known to the event log or seen this run."""
+        groups = set(self._groups_seen)
+        try:
+            from actors.base import event_log_for
+
+            groups |= {s.split(":", 1)[1] for s in event_log_for(self.cfg).stream_ids("share-group:")}
+        except Exception:  # pragma: no cover - the log is optional for listing
+            log.debug("listing share-group streams failed", exc_info=True)
+        return [(g, "share", "Stable" if g in self._children else "Empty") for g in sorted(groups)]

@@ -1,0 +1,115 @@
+"""The API table and the dispatcher: api key → handler, and what ApiVersions advertises.
+
+Only what is implemented is advertised (``SUPPORTED``). The version ranges were chosen against
+kio 0.6.5's schemas and what librdkafka 2.16 (confluent-kafka 2.16.1) sends (observed:
+ApiVersions 3, Metadata 12, CreateTopics 4, DeleteTopics 4, DescribeConfigs 1,
+IncrementalAlterConfigs 1, Produce 9, Fetch 12, ListOffsets 7, FindCoordinator 2, ListGroups 5,
+ShareGroupHeartbeat 1, ShareFetch 1, ShareAcknowledge 1). A request for any other key or version
+is answered UNSUPPORTED_VERSION (35): ApiVersions as v0 with the table (KIP-511); anything else
+with the response header and the int16 error code (no API-specific body can be built for a
+version we have no schema for), and the connection stays open since the frame was well
+delimited.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from typing import Any, Callable
+
+from wire import admin, records, share
+from wire.backend import Backend
+from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response
+from wire.server import Connection, Dispatcher
+
+__all__ = ["SUPPORTED", "KafkaDispatcher", "API_NAMES"]
+
+log = logging.getLogger("shoal.wire")
+
+#: api key → (min, max) version advertised in ApiVersions.
+SUPPORTED: dict[int, tuple[int, int]] = {
+    0: (3, 9),  # Produce (v3+: RecordBatch v2 only)
+    1: (4, 12),  # Fetch (topic names; v13+ would need topic ids)
+    2: (1, 9),  # ListOffsets (v8 earliest-local -4, v9 latest-tiered -5)
+    3: (1, 12),  # Metadata (v10+ carries topic ids)
+    10: (0, 6),  # FindCoordinator (v6: share key type)
+    16: (0, 5),  # ListGroups (v5: type filter)
+    18: (0, 4),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    20: (1, 6),  # DeleteTopics
+    32: (1, 4),  # DescribeConfigs
+    44: (0, 1),  # IncrementalAlterConfigs
+    76: (1, 1),  # ShareGroupHeartbeat
+    77: (1, 1),  # ShareGroupDescribe
+    78: (1, 1),  # ShareFetch
+    79: (1, 1),  # ShareAcknowledge
+    90: (0, 0),  # DescribeShareGroupOffsets
+}
+
+API_NAMES = {
+    0: "Produce",
+    1: "Fetch",
+    2: "ListOffsets",
+    3: "Metadata",
+    10: "FindCoordinator",
+    16: "ListGroups",
+    18: "ApiVersions",
+    19: "CreateTopics",
+    20: "DeleteTopics",
+    32: "DescribeConfigs",
+    44: "IncrementalAlterConfigs",
+    76: "ShareGroupHeartbeat",
+    77: "ShareGroupDescribe",
+    78: "ShareFetch",
+    79: "ShareAcknowledge",
+    90: "DescribeShareGroupOffsets",
+}
+
+
+class KafkaDispatcher(Dispatcher):
+    """Routes decoded requests to the handler modules with a :class:`Backend`.
+
+    ``auto_create_topics``: Kafka's ``auto.create.topics.enable`` (Metadata may create topics).
+    ``stats`` counts requests per api key (read by ``status``)."""
+
+    def __init__(self, backend: Backend, auto_create_topics: bool = True, supported: dict[int, tuple[int, int]] | None = None) -> None:
+        self.backend = backend
+        self.auto_create_topics = auto_create_topics
+        self.supported = dict(SUPPORTED if supported is None else supported)
+        self.stats: dict[int, int] = {}
+        self._handlers: dict[int, Callable[[DecodedRequest, Connection], Any]] = {
+            0: lambda r, c: records.produce(r, backend),
+            1: lambda r, c: records.fetch(r, backend),
+            2: lambda r, c: records.list_offsets(r, backend),
+            3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics),
+            10: lambda r, c: admin.find_coordinator(r, backend),
+            16: lambda r, c: admin.list_groups(r, backend),
+            18: lambda r, c: admin.api_versions(r, self.supported),
+            19: lambda r, c: admin.create_topics(r, backend),
+            20: lambda r, c: admin.delete_topics(r, backend),
+            32: lambda r, c: admin.describe_configs(r, backend),
+            44: lambda r, c: admin.incremental_alter_configs(r, backend),
+            76: lambda r, c: share.heartbeat(r, backend),
+            77: lambda r, c: share.describe(r, backend),
+            78: lambda r, c: share.share_fetch(r, backend, c),
+            79: lambda r, c: share.share_acknowledge(r, backend, c),
+            90: lambda r, c: share.describe_offsets(r, backend),
+        }
+
+    def handle(self, request: DecodedRequest, conn: Connection) -> Any:
+        """Run the handler for ``request``; returns a kio response or ``None`` (no response)."""
+        self.stats[request.api_key] = self.stats.get(request.api_key, 0) + 1
+        return self._handlers[request.api_key](request, conn)
+
+    def unsupported(self, exc: UnsupportedRequest) -> bytes | None:
+        """ApiVersions of an unknown version → v0 UNSUPPORTED_VERSION with the table (the client
+        retries with v0). Anything else → a header plus int16 error 35, then the listener keeps
+        the connection (the frame was well delimited)."""
+        log.info("unsupported request api_key=%d v%d", exc.api_key, exc.api_version)
+        if exc.api_key == 18:
+            return encode_response(exc.correlation_id, admin.api_versions_fallback(self.supported), api_key=18)
+        body = struct.pack(">ih", exc.correlation_id, 35)
+        return struct.pack(">i", len(body)) + body
+
+    def connection_closed(self, conn: Connection) -> None:
+        """Nothing to release per connection (share sessions belong to members, not sockets)."""

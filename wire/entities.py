@@ -1,0 +1,62 @@
+"""Small helpers to build kio response entities for whichever version a client asked for.
+
+kio generates one module per API version, each with its own dataclasses (``MetadataResponse``,
+``MetadataResponseTopic`` …). A handler builds its response with :func:`build`, which looks the
+nested class up in the module of the version in use and drops keyword arguments the version
+does not have (a field added in v12 is simply absent in v9), so one handler serves the whole
+advertised version range.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import sys
+from functools import cache
+from typing import Any
+
+from kio.index import load_response_schema
+from kio.schema.errors import ErrorCode
+
+__all__ = ["NO_THROTTLE", "build", "error_code", "response_class", "nested_class"]
+
+NO_THROTTLE = datetime.timedelta(0)
+
+
+@cache
+def response_class(api_key: int, api_version: int) -> type:
+    """The kio response class for ``api_key``/``api_version`` (raises kio's index errors)."""
+    return load_response_schema(api_key, api_version)
+
+
+@cache
+def nested_class(module_of: type, name: str) -> type:
+    """The dataclass ``name`` in the module where ``module_of`` is defined."""
+    return getattr(sys.modules[module_of.__module__], name)
+
+
+@cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+def build(cls: type, /, **kwargs: Any) -> Any:
+    """Instantiate kio dataclass ``cls`` from ``kwargs``, ignoring keys the class has no field for."""
+    names = _field_names(cls)
+    return cls(**{k: v for k, v in kwargs.items() if k in names})
+
+
+def nested(top: type, name: str, /, **kwargs: Any) -> Any:
+    """:func:`build` for the nested class ``name`` of the same version module as ``top``."""
+    return build(nested_class(top, name), **kwargs)
+
+
+def error_code(name: str | None) -> ErrorCode:
+    """Kafka error name (``"UNKNOWN_TOPIC_OR_PARTITION"``, case-insensitive; ``None`` or
+    ``"NONE"`` for no error) → kio ``ErrorCode``. Unknown names map to UNKNOWN_SERVER_ERROR."""
+    if not name:
+        return ErrorCode.none
+    try:
+        return ErrorCode[name.lower()]
+    except KeyError:
+        return ErrorCode.unknown_server_error

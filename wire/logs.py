@@ -1,0 +1,186 @@
+"""The data plane of the listener process: the open :class:`store.partition_log.PartitionLog`
+of every partition, Produce appends, Fetch reads (local, or the remote tier through the
+RemoteLogManager) and ListOffsets — with Kafka's error names.
+
+Record bytes stay in this process: they go from the request into the segment file and from the
+segment file (or the remote tier) into the response; actors only ever see offsets. A single
+node is the leader of every partition with ISR = {itself}, so after an append the high
+watermark is the log end offset (acks=1 and acks=-1 are therefore the same wait here).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from store import partition_log as pl
+from store import record_batch as rb
+from wire.backend import FetchedPartition, ProduceResult
+
+__all__ = ["LogRegistry", "LEADER_EPOCH"]
+
+log = logging.getLogger("shoal.wire.logs")
+
+#: The leader epoch every partition has on this single node (PartitionChanged never moves it).
+LEADER_EPOCH = 0
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class LogRegistry:
+    """Opens, caches and closes partition logs under ``log_dirs``.
+
+    ``topic_config(topic) -> Mapping[str, str]`` supplies a topic's configs (merged over the
+    broker's) for :meth:`store.partition_log.LogConfig.from_properties`. ``remote_read`` (optional)
+    is called as ``remote_read(log, offset, max_bytes) -> bytes`` for offsets below the local
+    log start (the RemoteLogManager's read path). Thread-safe."""
+
+    def __init__(self, log_dirs: str, topic_config: Callable[[str], Mapping[str, str]] | None = None) -> None:
+        self.log_dirs = log_dirs
+        Path(log_dirs).mkdir(parents=True, exist_ok=True)
+        self._topic_config = topic_config or (lambda _t: {})
+        self._logs: dict[tuple[str, int], pl.PartitionLog] = {}
+        self._lock = threading.Lock()
+        self._data = threading.Condition()
+        self._version = 0
+        self.remote_read: Callable[[pl.PartitionLog, int, int], bytes] | None = None
+        self.on_open: Callable[[pl.PartitionLog], None] | None = None
+        self.on_drop: Callable[[pl.PartitionLog], None] | None = None
+        self.offset_by_timestamp: Callable[[pl.PartitionLog, int], Any] | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def open(self, topic: str, partition: int) -> pl.PartitionLog:
+        """The log of ``topic``-``partition``, opened (and recovered) on first use."""
+        key = (topic, partition)
+        lg = self._logs.get(key)
+        if lg is not None:
+            return lg
+        with self._lock:
+            lg = self._logs.get(key)
+            if lg is None:
+                cfg = pl.LogConfig.from_properties(self._topic_config(topic))
+                lg = pl.PartitionLog.open(self.log_dirs, topic, partition, cfg, now_ms=_now_ms())
+                self._logs[key] = lg
+                if self.on_open is not None:
+                    self.on_open(lg)
+            return lg
+
+    def logs(self) -> dict[tuple[str, int], pl.PartitionLog]:
+        """A copy of the open logs, keyed by (topic, partition)."""
+        with self._lock:
+            return dict(self._logs)
+
+    def reconfigure(self, topic: str) -> None:
+        """Re-read ``topic``'s configs into its open logs (after IncrementalAlterConfigs)."""
+        cfg = pl.LogConfig.from_properties(self._topic_config(topic))
+        for (t, _p), lg in self.logs().items():
+            if t == topic:
+                lg.config = cfg
+
+    def drop_topic(self, topic: str) -> None:
+        """Close and delete the logs of a deleted topic (also those not opened since the start,
+        so a topic re-created with the same name starts empty)."""
+        for d in Path(self.log_dirs).glob(f"{topic}-*"):
+            suffix = d.name[len(topic) + 1 :]
+            if d.is_dir() and suffix.isdigit():
+                self.open(topic, int(suffix))
+        with self._lock:
+            keys = [k for k in self._logs if k[0] == topic]
+            victims = [self._logs.pop(k) for k in keys]
+        for lg in victims:
+            try:
+                if self.on_drop is not None:
+                    self.on_drop(lg)
+                lg.delete()
+            except Exception:  # pragma: no cover - best effort on a deleted topic
+                log.exception("deleting %s-%d", lg.topic, lg.partition)
+
+    def close(self) -> None:
+        """Flush and close every log (clean shutdown)."""
+        with self._lock:
+            victims = list(self._logs.values())
+            self._logs.clear()
+        for lg in victims:
+            try:
+                lg.close()
+            except Exception:  # pragma: no cover
+                log.exception("closing %s-%d", lg.topic, lg.partition)
+
+    # -- data plane --------------------------------------------------------------------------
+    def append(self, topic: str, partition: int, records: bytes) -> ProduceResult:
+        """Validate and append one Produce partition; advances the high watermark to the log end
+        offset. Errors: CORRUPT_MESSAGE (CRC, structure), INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE,
+        MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR."""
+        lg = self.open(topic, partition)
+        try:
+            info = lg.append_as_leader(records, LEADER_EPOCH, _now_ms())
+        except rb.CorruptRecordError as exc:
+            return ProduceResult("CORRUPT_MESSAGE", message=str(exc))
+        except rb.InvalidRecordError as exc:
+            return ProduceResult("INVALID_RECORD", message=str(exc))
+        except rb.UnsupportedCompressionTypeError as exc:
+            return ProduceResult("UNSUPPORTED_COMPRESSION_TYPE", message=str(exc))
+        except pl.RecordTooLargeError as exc:
+            return ProduceResult("MESSAGE_TOO_LARGE", message=str(exc))
+        except pl.RecordBatchTooLargeError as exc:
+            return ProduceResult("RECORD_LIST_TOO_LARGE", message=str(exc))
+        except pl.KafkaStorageError as exc:
+            return ProduceResult("KAFKA_STORAGE_ERROR", message=str(exc))
+        lg.update_high_watermark(info.last_offset + 1)
+        with self._data:
+            self._version += 1
+            self._data.notify_all()
+        return ProduceResult(None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
+
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
+        """Whole batches from ``offset`` up to the high watermark, ``max_bytes`` (at least one
+        batch). Below the local log start the remote tier serves the read; outside
+        [log start, log end] the answer is OFFSET_OUT_OF_RANGE."""
+        lg = self.open(topic, partition)
+        try:
+            info = lg.read(offset, max_bytes)
+            return FetchedPartition(None, info.high_watermark, info.log_start_offset, info.records)
+        except pl.OffsetOutOfRangeError:
+            if self.remote_read is not None and lg.log_start_offset <= offset < lg.local_log_start_offset:
+                data = self.remote_read(lg, offset, max_bytes)
+                return FetchedPartition(None, lg.high_watermark, lg.log_start_offset, data)
+            return FetchedPartition("OFFSET_OUT_OF_RANGE", lg.high_watermark, lg.log_start_offset)
+
+    def batch_bounds(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[list[tuple[int, int]], bytes]:
+        """The batches from ``offset`` (up to the high watermark, ``max_bytes``) as
+        ``[(base_offset, last_offset)]`` plus their bytes — what a share-partition acquires from."""
+        r = self.read(topic, partition, offset, max_bytes)
+        if r.error or not r.records:
+            return [], b""
+        bounds = [(h.base_offset, h.last_offset) for h in rb.iter_batches(r.records, verify_crc=False)]
+        return bounds, r.records
+
+    def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
+        """ListOffsets on one partition → ``(error, offset, timestamp)`` (offset -1 if none)."""
+        lg = self.open(topic, partition)
+        try:
+            if self.offset_by_timestamp is not None:
+                found = self.offset_by_timestamp(lg, timestamp)
+            else:
+                found = lg.fetch_offset_by_timestamp(timestamp)
+        except ValueError:
+            return "INVALID_REQUEST", -1, -1
+        if found is None:
+            return None, -1, -1
+        return None, found.offset, found.timestamp
+
+    def wait(self, timeout_ms: int) -> None:
+        """Block until any append happens or ``timeout_ms`` passes."""
+        with self._data:
+            v = self._version
+            self._data.wait_for(lambda: self._version != v, timeout=max(0, timeout_ms) / 1000)
+
+    def end_offsets(self) -> dict[tuple[str, int], int]:
+        """High watermark of every open log."""
+        return {k: lg.high_watermark for k, lg in self.logs().items()}
+

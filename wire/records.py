@@ -1,0 +1,137 @@
+"""Handlers for the data-plane APIs: Produce (0), Fetch (1), ListOffsets (2).
+
+Record bytes go from the request straight to the partition log and from segment files straight
+into the response (the backend's ``produce``/``fetch`` run in the listener's process); no actor
+sees them. Semantics from Kafka's ``KafkaApis.handleProduceRequest`` / ``handleFetchRequest`` /
+``handleListOffsetRequest`` for a single node that leads every partition.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32, i64
+
+from wire.backend import Backend
+from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.protocol import DecodedRequest
+
+__all__ = ["fetch", "list_offsets", "produce"]
+
+
+def produce(req: DecodedRequest, backend: Backend) -> Any:
+    """Produce: append each partition's RecordBatches (validated by the backend: magic 2, CRC,
+    lengths, offsets, codec). Returns ``None`` for ``acks=0`` (Kafka sends no response) and
+    INVALID_REQUIRED_ACKS for acks outside {-1, 0, 1}. Transactional produce is refused with
+    INVALID_REQUEST (Shoal has no transactions)."""
+    body = req.body
+    acks = int(body.acks)
+    cls = response_class(0, req.api_version)
+    topics = []
+    for t in body.topic_data:
+        parts = []
+        for p in t.partition_data:
+            if acks not in (-1, 0, 1):
+                res_err, base, lat, lso, msg = "INVALID_REQUIRED_ACKS", -1, -1, -1, None
+            elif body.transactional_id is not None:
+                res_err, base, lat, lso, msg = "INVALID_REQUEST", -1, -1, -1, "transactions are not supported"
+            else:
+                r = backend.produce(t.name, int(p.index), bytes(p.records or b""), acks)
+                res_err, base, lat, lso, msg = r.error, r.base_offset, r.log_append_time_ms, r.log_start_offset, r.message
+            parts.append(
+                nested(
+                    cls,
+                    "PartitionProduceResponse",
+                    index=p.index,
+                    error_code=error_code(res_err),
+                    base_offset=i64(base),
+                    log_append_time=_ms_to_tz(lat),
+                    log_start_offset=i64(lso),
+                    record_errors=(),
+                    error_message=msg,
+                )
+            )
+        topics.append(nested(cls, "TopicProduceResponse", name=t.name, partition_responses=tuple(parts)))
+    if acks == 0:
+        return None
+    return build(cls, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def _ms_to_tz(ms: int) -> Any:
+    if ms is None or ms < 0:
+        return None
+    import datetime
+
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.timezone.utc)
+
+
+def fetch(req: DecodedRequest, backend: Backend) -> Any:
+    """Fetch (sessionless: ``session_id`` 0). Reads each partition from its fetch offset up to
+    ``partition_max_bytes`` and the request's ``max_bytes`` overall (at least one batch is
+    returned even if larger, KIP-74). With fewer than ``min_bytes`` available it long-polls up
+    to ``max_wait`` for new records. Offsets below the log start or beyond the end give
+    OFFSET_OUT_OF_RANGE."""
+    body = req.body
+    cls = response_class(1, req.api_version)
+    deadline = time.monotonic() + body.max_wait.total_seconds()
+    while True:
+        budget = int(body.max_bytes)
+        total = 0
+        topics = []
+        for t in body.topics:
+            parts = []
+            for p in t.partitions:
+                exhausted = total > 0 and budget <= 0  # the response's max_bytes is reached
+                limit = max(1, min(int(p.partition_max_bytes), budget)) if total else int(p.partition_max_bytes)
+                r = backend.fetch(t.topic, int(p.partition), int(p.fetch_offset), limit)
+                data = b"" if exhausted else r.records
+                total += len(data)
+                budget -= len(data)
+                parts.append(
+                    nested(
+                        cls,
+                        "PartitionData",
+                        partition_index=p.partition,
+                        error_code=error_code(r.error),
+                        high_watermark=i64(r.high_watermark),
+                        last_stable_offset=i64(r.high_watermark),
+                        log_start_offset=i64(r.log_start_offset),
+                        aborted_transactions=None,
+                        preferred_read_replica=i32(-1),
+                        records=data or None,
+                    )
+                )
+            topics.append(nested(cls, "FetchableTopicResponse", topic=t.topic, partitions=tuple(parts)))
+        remaining = deadline - time.monotonic()
+        if total >= int(body.min_bytes) or remaining <= 0:
+            break
+        backend.wait_for_data(int(remaining * 1000))
+        if time.monotonic() >= deadline:
+            continue  # one last read after the wait
+    return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=i32(0), responses=tuple(topics))
+
+
+def list_offsets(req: DecodedRequest, backend: Backend) -> Any:
+    """ListOffsets: -2 earliest, -1 latest, -3 max-timestamp (v7+), -4 earliest-local (v8+),
+    -5 latest-tiered (v9+), otherwise the first offset with timestamp ≥ the given one."""
+    cls = response_class(2, req.api_version)
+    topics = []
+    for t in req.body.topics:
+        parts = []
+        for p in t.partitions:
+            err, offset, ts = backend.list_offset(t.name, int(p.partition_index), int(p.timestamp))
+            parts.append(
+                nested(
+                    cls,
+                    "ListOffsetsPartitionResponse",
+                    partition_index=p.partition_index,
+                    error_code=error_code(err),
+                    timestamp=i64(ts),
+                    offset=i64(offset),
+                    leader_epoch=i32(0 if err is None else -1),
+                )
+            )
+        topics.append(nested(cls, "ListOffsetsTopicResponse", name=t.name, partitions=tuple(parts)))
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -1,0 +1,229 @@
+"""Handlers for the share-group APIs (KIP-932): ShareGroupHeartbeat (76), ShareGroupDescribe (77),
+ShareFetch (78), ShareAcknowledge (79), DescribeShareGroupOffsets (90).
+
+Each request becomes ONE message to the group's ``ShareGroupActor`` (through the backend), which
+decides membership, session epochs, acquisitions and acknowledgements; the records' bytes for
+the acquired ranges are then read from the partition logs in this process. A ShareFetch that
+has nothing new to read long-polls up to ``max_wait`` before asking (the backend decides), in
+the spirit of Kafka's ``DelayedShareFetch``. Request validation of acknowledgement
+batches follows ``KafkaApis.validateAcknowledgementBatches`` (per partition INVALID_REQUEST).
+"""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i16, i32, i64
+
+from dataclasses import replace
+
+from wire.backend import AckBatch, ShareFetchPartition, SharePartitionAck
+from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.protocol import DecodedRequest
+
+__all__ = ["describe", "describe_offsets", "heartbeat", "share_acknowledge", "share_fetch", "validate_ack_batches"]
+
+_MAX_ACK_TYPE = 4  # RENEW (Kafka 4.2, v2); v1 clients send 0..3
+
+
+def validate_ack_batches(batches: tuple[AckBatch, ...], max_type: int = 3) -> str | None:
+    """``None`` if the batches of one partition are valid, else the reason (INVALID_REQUEST).
+    Rules (KafkaApis ``validateAcknowledgementBatches``): first ≤ last; batches ascending with
+    ``first`` not below the previous batch's ``last``; types non-empty; several types only if one
+    per offset; every type in 0..``max_type``."""
+    prev_last = -1
+    for b in batches:
+        if b.first_offset > b.last_offset:
+            return f"first offset {b.first_offset} > last offset {b.last_offset}"
+        if b.first_offset < prev_last:
+            return "acknowledgement batches overlap or are not ascending"
+        if not b.types:
+            return "acknowledge types are empty"
+        if len(b.types) > 1 and b.last_offset - b.first_offset != len(b.types) - 1:
+            return "one acknowledge type per offset expected"
+        if any(t < 0 or t > max_type for t in b.types):
+            return f"acknowledge type outside 0..{max_type}"
+        prev_last = b.last_offset
+    return None
+
+
+def _acks_of(topics: Any, partitions_attr: str) -> list[SharePartitionAck]:
+    out = []
+    for t in topics:
+        for p in getattr(t, partitions_attr):
+            batches = tuple(AckBatch(int(b.first_offset), int(b.last_offset), tuple(int(x) for x in b.acknowledge_types)) for b in p.acknowledgement_batches)
+            if batches:
+                out.append(SharePartitionAck(t.topic_id, int(p.partition_index), batches))
+    return out
+
+
+def heartbeat(req: DecodedRequest, backend: Any) -> Any:
+    """ShareGroupHeartbeat: join (epoch 0), heartbeat (epoch > 0) or leave (epoch -1); the
+    response carries the assignment (topic id → partitions) when it changed."""
+    cls = response_class(76, req.api_version)
+    b = req.body
+    subscribed = None if b.subscribed_topic_names is None else [str(n) for n in b.subscribed_topic_names]
+    r = backend.share_heartbeat(str(b.group_id), str(b.member_id or ""), int(b.member_epoch), b.rack_id, subscribed, req.client_id or "", "")
+    assignment = None
+    if r.assignment is not None:
+        tps = tuple(nested(cls, "TopicPartitions", topic_id=tid, partitions=tuple(i32(p) for p in sorted(ps))) for tid, ps in sorted(r.assignment.items(), key=lambda kv: str(kv[0])))
+        assignment = nested(cls, "Assignment", topic_partitions=tps)
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(r.error),
+        error_message=r.message,
+        member_id=r.member_id,
+        member_epoch=i32(r.member_epoch),
+        heartbeat_interval=datetime.timedelta(milliseconds=r.heartbeat_interval_ms),
+        assignment=assignment,
+    )
+
+
+def _partition_data(cls: type, node_id: int, p: Any) -> Any:
+    return nested(
+        cls,
+        "PartitionData",
+        partition_index=i32(p.partition),
+        error_code=error_code(p.error),
+        error_message=p.error_message,
+        acknowledge_error_code=i16(int(error_code(p.ack_error))),
+        acknowledge_error_message=p.ack_error_message,
+        current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(node_id if p.error is None else -1), leader_epoch=i32(0)),
+        records=p.records,
+        acquired_records=tuple(nested(cls, "AcquiredRecords", first_offset=i64(a.first_offset), last_offset=i64(a.last_offset), delivery_count=i16(a.delivery_count)) for a in p.acquired),
+    )
+
+
+def _group_by_topic(cls: type, topic_cls: str, node_id: int, parts: list[Any]) -> tuple[Any, ...]:
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for p in parts:
+        by_topic.setdefault(p.topic_id, []).append(_partition_data(cls, node_id, p))
+    return tuple(nested(cls, topic_cls, topic_id=tid, partitions=tuple(ps)) for tid, ps in by_topic.items())
+
+
+def _endpoints(cls: type, backend: Any) -> tuple[Any, ...]:
+    return (nested(cls, "NodeEndpoint", node_id=i32(backend.node_id), host=backend.host, port=i32(backend.port), rack=None),)
+
+
+def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
+    """ShareFetch: session epoch handling, piggy-backed acknowledgements, acquisition of up to
+    ``max_records`` per request and the records' bytes, in one backend call (which may
+    long-poll up to ``max_wait``). Invalid acknowledgement batches of a partition make that
+    partition's acknowledge error INVALID_REQUEST; its other batches are not applied."""
+    cls = response_class(78, req.api_version)
+    b = req.body
+    group, member, epoch = str(b.group_id or ""), str(b.member_id or ""), int(b.share_session_epoch)
+    wanted = [(t.topic_id, int(p.partition_index)) for t in b.topics for p in t.partitions]
+    forgotten = [(t.topic_id, int(p)) for t in b.forgotten_topics_data for p in t.partitions]
+    acks = _acks_of(b.topics, "partitions")
+    invalid = {(a.topic_id, a.partition): validate_ack_batches(a.batches, _MAX_ACK_TYPE) for a in acks}
+    invalid = {k: v for k, v in invalid.items() if v}
+    acks = [a for a in acks if (a.topic_id, a.partition) not in invalid]
+    r = backend.share_fetch(group, member, epoch, wanted, forgotten, acks, int(b.max_records), int(b.max_wait.total_seconds() * 1000))
+    parts = list(r.partitions)
+    for (tid, pidx), reason in invalid.items():
+        # keep what was fetched for the partition; only its acknowledgement outcome changes
+        existing = [p for p in parts if (p.topic_id, p.partition) == (tid, pidx)]
+        parts = [p for p in parts if (p.topic_id, p.partition) != (tid, pidx)]
+        base = existing[0] if existing else ShareFetchPartition(tid, pidx)
+        parts.append(replace(base, ack_error="INVALID_REQUEST", ack_error_message=reason))
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(r.error),
+        error_message=r.message,
+        acquisition_lock_timeout=datetime.timedelta(milliseconds=r.lock_timeout_ms),
+        responses=_group_by_topic(cls, "ShareFetchableTopicResponse", backend.node_id, parts) if r.error is None else (),
+        node_endpoints=_endpoints(cls, backend),
+    )
+
+
+def share_acknowledge(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
+    """ShareAcknowledge: validate and apply acknowledgements; epoch -1 also closes the session
+    (releasing the member's remaining acquired records)."""
+    cls = response_class(79, req.api_version)
+    b = req.body
+    acks = _acks_of(b.topics, "partitions")
+    invalid = {}
+    for a in acks:
+        reason = validate_ack_batches(a.batches, _MAX_ACK_TYPE)
+        if reason:
+            invalid[(a.topic_id, a.partition)] = reason
+    r = backend.share_acknowledge(str(b.group_id or ""), str(b.member_id or ""), int(b.share_session_epoch), [a for a in acks if (a.topic_id, a.partition) not in invalid])
+    resp_parts = []
+    by_topic: dict[uuid.UUID, list[Any]] = {}
+    for p in r.partitions:
+        by_topic.setdefault(p.topic_id, []).append(
+            nested(cls, "PartitionData", partition_index=i32(p.partition), error_code=error_code(p.ack_error), error_message=p.ack_error_message, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(backend.node_id), leader_epoch=i32(0)))
+        )
+    for (tid, pidx), reason in invalid.items():
+        by_topic.setdefault(tid, []).append(
+            nested(cls, "PartitionData", partition_index=i32(pidx), error_code=ErrorCode.invalid_request, error_message=reason, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(backend.node_id), leader_epoch=i32(0)))
+        )
+    resp_parts = tuple(nested(cls, "ShareAcknowledgeTopicResponse", topic_id=tid, partitions=tuple(ps)) for tid, ps in by_topic.items())
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), error_message=r.message, responses=resp_parts if r.error is None else (), node_endpoints=_endpoints(cls, backend))
+
+
+def describe(req: DecodedRequest, backend: Any) -> Any:
+    """ShareGroupDescribe: state, epochs, assignor and members with their assignments."""
+    cls = response_class(77, req.api_version)
+    groups = []
+    for gid in req.body.group_ids:
+        d = backend.share_group_describe(str(gid))
+        if d.get("error"):
+            groups.append(nested(cls, "DescribedGroup", error_code=error_code(d["error"]), error_message=d.get("message"), group_id=gid, group_state="Dead", group_epoch=i32(-1), assignment_epoch=i32(-1), assignor_name="", members=()))
+            continue
+        members = []
+        for m in d["members"]:
+            tps = tuple(nested(cls, "TopicPartitions", topic_id=tid, topic_name=tname, partitions=tuple(i32(x) for x in ps)) for tid, tname, ps in m["assignment"])
+            members.append(
+                nested(
+                    cls,
+                    "Member",
+                    member_id=m["member_id"],
+                    rack_id=m.get("rack_id"),
+                    member_epoch=i32(m["member_epoch"]),
+                    client_id=m.get("client_id", ""),
+                    client_host=m.get("client_host", ""),
+                    subscribed_topic_names=tuple(m.get("subscribed", ())),
+                    assignment=nested(cls, "Assignment", topic_partitions=tps),
+                )
+            )
+        groups.append(
+            nested(
+                cls,
+                "DescribedGroup",
+                error_code=ErrorCode.none,
+                error_message=None,
+                group_id=gid,
+                group_state=d["state"],
+                group_epoch=i32(d["group_epoch"]),
+                assignment_epoch=i32(d["assignment_epoch"]),
+                assignor_name=d.get("assignor", "simple"),
+                members=tuple(members),
+            )
+        )
+    return build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups))
+
+
+def describe_offsets(req: DecodedRequest, backend: Any) -> Any:
+    """DescribeShareGroupOffsets: the share-partition start offset (SPSO) of each partition
+    (-1 when the share-partition was never initialised)."""
+    cls = response_class(90, req.api_version)
+    groups = []
+    for g in req.body.groups:
+        want = None if g.topics is None else [(t.topic_name, [int(p) for p in t.partitions]) for t in g.topics]
+        err, msg, rows = backend.share_group_offsets(str(g.group_id), want)
+        topics = []
+        for tname, tid, parts in rows:
+            ps = tuple(
+                nested(cls, "DescribeShareGroupOffsetsResponsePartition", partition_index=i32(p), start_offset=i64(so), leader_epoch=i32(0), error_code=error_code(perr), error_message=None)
+                for p, so, perr in parts
+            )
+            topics.append(nested(cls, "DescribeShareGroupOffsetsResponseTopic", topic_name=tname, topic_id=tid, partitions=ps))
+        groups.append(nested(cls, "DescribeShareGroupOffsetsResponseGroup", group_id=g.group_id, topics=tuple(topics), error_code=error_code(err), error_message=msg))
+    return build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups))

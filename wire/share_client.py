@@ -1,0 +1,393 @@
+"""The listener's side of share groups: one ``ShareGroupActor`` message per Kafka request, plus
+the record bytes for the acquired ranges, read here from the partition logs.
+
+The protocol with the actor is ``actors/share/messages.py`` (A2's design):
+
+1. For each partition of the member's share session the wire reads the **batch boundaries** of the
+   log from the share-partition's ``next_fetch_offset`` (as last answered by the actor; unknown at
+   first) up to the high watermark, and sends them with the log start offset and high watermark
+   in ONE :class:`ShareFetchCmd` with the piggy-backed acknowledgements.
+2. The actor decides (session epoch, acknowledgements, acquisitions), persists, and answers the
+   acquired ranges and each partition's next fetch offset. The bytes of the batches that overlap
+   the acquired ranges go into the response; they never reach the actor.
+3. When the actor answers ``refetch_from`` (the cached offset was stale: records were released
+   below it, or it was unknown) this request acquires nothing there; the remembered offset is
+   updated so that the client's next ShareFetch reads from the right place. So every ShareFetch
+   is exactly one actor message (no retry that would bump the session epoch twice).
+
+Long polling: before asking, when the request carries no acknowledgements and every session
+partition is known to have nothing past its next fetch offset, the wire waits up to ``max_wait``
+for an append (records whose locks expire or that other members release are found on the next
+ask, at most one ``max_wait`` later).
+
+The wire mirrors each member's share-session partition set (the actor owns the real session and
+its epoch): ShareFetch requests are incremental and name only added partitions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Sequence
+
+from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
+from wire.gateway import ActorTimeout
+
+__all__ = ["ShareClient"]
+
+log = logging.getLogger("shoal.wire.share")
+
+#: bytes of log read per partition per ShareFetch (boundaries + bytes of candidate batches)
+_PARTITION_READ_BYTES = 256 * 1024
+
+
+def _err(name: str | None) -> str | None:
+    return None if not name or name == "NONE" else name
+
+
+class ShareClient:
+    """Share-group requests from the listener threads. ``gateway`` asks actors; ``controller``
+    (a :class:`wire.controller_client.ControllerClient`) resolves topic ids and the group's actor
+    address; ``logs`` is the :class:`wire.logs.LogRegistry`."""
+
+    def __init__(self, gateway: Any, controller: Any, logs: Any, cfg: dict, journal: Any = None, asys: Any = None) -> None:
+        self.gateway = gateway
+        self.controller = controller
+        self.logs = logs
+        self.cfg = cfg
+        self._lock = threading.Lock()
+        self._session_parts: dict[tuple[str, str], set[tuple[str, int]]] = {}
+        self._next: dict[tuple[str, str, int], int] = {}
+        #: share.auto.offset.reset=by_duration: the offset ListOffsets gave for the timestamp the
+        #: actor asked for, sent as ``reset_offset`` with the partition's next ShareFetch
+        self._reset: dict[tuple[str, str, int], int] = {}
+        self.timeout_s = float(cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
+
+    # ------------------------------------------------------------------ plumbing
+    def _actor(self, group: str) -> Any:
+        return self.controller.share_group_actor(group)
+
+    def _ask(self, group: str, msg: Any) -> Any:
+        try:
+            return self.gateway.ask(self._actor(group), msg, self.timeout_s)
+        except ActorTimeout:
+            self.controller.forget_child(group)  # it may have exited; look it up again next time
+            raise
+
+    # ------------------------------------------------------------------ heartbeat
+    def heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
+        """ShareGroupHeartbeat → ``ShareGroupHeartbeatCmd`` with the metadata image of the topics
+        (name → (topic id, partitions)). Returns a :class:`HeartbeatResult`."""
+        from actors.share.messages import ShareGroupHeartbeatCmd
+
+        if not group or not group.strip():
+            return HeartbeatResult("INVALID_REQUEST", "GroupId can't be empty.", member_id, epoch)
+        image = {t.name: (str(t.topic_id), t.partitions) for t in self.controller.cached_topics(subscribed)}
+        cmd = ShareGroupHeartbeatCmd(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed), image, client_id, client_host)
+        try:
+            r = self._ask(group, cmd)
+        except ActorTimeout as exc:
+            return HeartbeatResult("COORDINATOR_NOT_AVAILABLE", str(exc), member_id, epoch)
+        if type(r).__name__ == "Failure":
+            return HeartbeatResult(r.error, r.message, member_id, epoch)
+        if type(r).__name__ == "NotReady":
+            return HeartbeatResult("COORDINATOR_LOAD_IN_PROGRESS", None, member_id, epoch)
+        assignment = None
+        if r.assignment is not None:
+            assignment = {uuid.UUID(tid): list(ps) for tid, ps in r.assignment}
+        return HeartbeatResult(_err(r.error), r.message or None, r.member_id or member_id, r.member_epoch, r.heartbeat_interval_ms or 5000, assignment)
+
+    # ------------------------------------------------------------------ fetch / acknowledge
+    def _session_after(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]]) -> set[tuple[str, int]]:
+        key = (group, member)
+        with self._lock:
+            current = set() if epoch == 0 else set(self._session_parts.get(key, set()))
+        current |= {(str(t), p) for t, p in wanted}
+        current -= {(str(t), p) for t, p in forgotten}
+        return current
+
+    def fetch(self, group: str, member: str, epoch: int, wanted, forgotten, acks, max_records: int, max_wait_ms: int) -> ShareFetchResult:
+        """ShareFetch → one ``ShareFetchCmd`` (see module doc). ``wanted``/``forgotten`` are
+        (topic uuid, partition) lists; ``acks`` :class:`wire.backend.SharePartitionAck` list;
+        ``max_wait_ms`` the request's MaxWaitMs for the pre-ask long poll."""
+        from actors.share.messages import ShareFetchCmd, ShareFetchPartition as Part
+
+        parts = self._session_after(group, member, epoch, wanted, forgotten)
+        ack_by = {(str(a.topic_id), a.partition): tuple((b.first_offset, b.last_offset, tuple(b.types)) for b in a.batches) for a in acks}
+        names = self.controller.names_by_id()
+        if epoch != -1 and not ack_by:
+            self._maybe_wait(group, parts, names, max_wait_ms)
+        read: dict[tuple[str, int], tuple[list[tuple[int, int]], bytes]] = {}
+        msg_parts = []
+        unknown: list[tuple[str, int]] = []
+        for tid, p in sorted(parts | set(ack_by)):
+            name = names.get(tid)
+            if name is None or not 0 <= p < self.controller.partition_count(name):
+                unknown.append((tid, p))
+                continue
+            lg = self.logs.open(name, p)
+            hw, lso = lg.high_watermark, lg.log_start_offset
+            nxt = self._next.get((group, tid, p), -1)
+            batches: tuple[tuple[int, int], ...] | None = None
+            if epoch != -1 and (tid, p) in parts:
+                # next fetch offset unknown (first fetch, restart): read from the log start; the
+                # actor filters batches below its next fetch offset and tells us where it is
+                start = max(nxt, lso) if nxt >= 0 else lso
+                if start < hw:
+                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES)
+                    read[(tid, p)] = (bounds, data)
+                    batches = tuple(bounds)
+                else:
+                    batches = ()
+            reset = self._reset.pop((group, tid, p), None)
+            msg_parts.append(Part(tid, p, ack_by.get((tid, p), ()), nxt, batches, lso, hw, reset))
+        cmd = ShareFetchCmd(group, member, epoch, tuple(msg_parts), max_records if max_records > 0 else 500, tuple((str(t), p) for t, p in forgotten))
+        try:
+            r = self._ask(group, cmd)
+        except ActorTimeout as exc:
+            return ShareFetchResult("REQUEST_TIMED_OUT", str(exc))
+        if type(r).__name__ in ("Failure", "NotReady"):
+            return ShareFetchResult(getattr(r, "error", "COORDINATOR_LOAD_IN_PROGRESS"), getattr(r, "message", None))
+        if _err(r.error):
+            return ShareFetchResult(r.error, r.message or None, self.lock_ms(group))
+        with self._lock:
+            if epoch == -1:
+                self._session_parts.pop((group, member), None)
+            else:
+                self._session_parts[(group, member)] = parts
+        out = []
+        for pr in r.partitions:
+            key = (group, pr.topic_id, pr.partition)
+            if pr.refetch_from is not None:
+                self._next[key] = pr.refetch_from
+            elif pr.next_fetch_offset is not None and pr.next_fetch_offset >= 0:
+                self._next[key] = pr.next_fetch_offset
+            if pr.reset_timestamp_ms is not None and names.get(pr.topic_id):
+                # by_duration: resolve the timestamp here (ListOffsets semantics; the log end when
+                # no record is that recent) for the next ShareFetch
+                err, off, _ts = self.logs.list_offset(names[pr.topic_id], pr.partition, int(pr.reset_timestamp_ms))
+                if err is None:
+                    lg_ = self.logs.open(names[pr.topic_id], pr.partition)
+                    self._reset[key] = off if off >= 0 else lg_.high_watermark
+            acquired = tuple(AcquiredRange(a, b, dc) for a, b, dc in pr.acquired)
+            data = b""
+            if acquired:
+                data = self._bytes_for(read.get((pr.topic_id, pr.partition)), names.get(pr.topic_id), pr.partition, acquired)
+            lg = self.logs.logs().get((names.get(pr.topic_id), pr.partition))
+            out.append(
+                ShareFetchPartition(
+                    uuid.UUID(pr.topic_id),
+                    pr.partition,
+                    error=_err(pr.error),
+                    ack_error=_err(pr.acknowledge_error),
+                    records=data,
+                    acquired=acquired,
+                    log_start_offset=lg.log_start_offset if lg else -1,
+                    high_watermark=lg.high_watermark if lg else -1,
+                )
+            )
+        for tid, p in unknown:
+            err = "UNKNOWN_TOPIC_ID" if tid not in names else "UNKNOWN_TOPIC_OR_PARTITION"
+            out.append(ShareFetchPartition(uuid.UUID(tid), p, error=err, ack_error=err if (tid, p) in ack_by else None))
+        return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))
+
+    def _maybe_wait(self, group: str, parts: set[tuple[str, int]], names: dict[str, str], max_wait_ms: int) -> None:
+        """Long poll before asking: while every session partition's next fetch offset is known
+        and at the high watermark, wait for an append (up to ``max_wait_ms``)."""
+        if max_wait_ms <= 0 or not parts:
+            return
+        deadline = time.monotonic() + max_wait_ms / 1000
+        while True:
+            idle = True
+            for tid, p in parts:
+                name = names.get(tid)
+                nxt = self._next.get((group, tid, p), -1)
+                if name is None or nxt < 0 or not 0 <= p < self.controller.partition_count(name):
+                    return
+                if nxt < self.logs.open(name, p).high_watermark:
+                    idle = False
+                    break
+            remaining = deadline - time.monotonic()
+            if not idle or remaining <= 0:
+                return
+            self.logs.wait(int(remaining * 1000))
+
+    def _bytes_for(self, read: tuple[list[tuple[int, int]], bytes] | None, name: str | None, partition: int, acquired: tuple[AcquiredRange, ...]) -> bytes:
+        """The bytes of the read batches that overlap ``acquired`` (read again from the log when the
+        acquisition lies outside what was read before the ask)."""
+        from store import record_batch as rb
+
+        lo, hi = acquired[0].first_offset, acquired[-1].last_offset
+        if read is None or not read[0] or read[0][0][0] > lo or read[0][-1][1] < hi:
+            if name is None:
+                return b""
+            r = self.logs.read(name, partition, lo, _PARTITION_READ_BYTES)
+            data = r.records
+        else:
+            data = read[1]
+        out = bytearray()
+        for h in rb.iter_batches(data, verify_crc=False):
+            if h.last_offset < lo:
+                continue
+            if h.base_offset > hi:
+                break
+            if any(a.first_offset <= h.last_offset and h.base_offset <= a.last_offset for a in acquired):
+                out += data[h.position : h.position + h.size_in_bytes]
+        return bytes(out)
+
+    def acknowledge(self, group: str, member: str, epoch: int, acks) -> ShareFetchResult:
+        """ShareAcknowledge → one ``ShareAcknowledgeCmd``."""
+        from actors.share.messages import ShareAcknowledgeCmd, ShareAcknowledgePartition
+
+        names = self.controller.names_by_id()
+        parts = []
+        unknown = []
+        for a in acks:
+            tid = str(a.topic_id)
+            if tid not in names or not 0 <= a.partition < self.controller.partition_count(names[tid]):
+                unknown.append((tid, a.partition))
+                continue
+            parts.append(ShareAcknowledgePartition(tid, a.partition, tuple((b.first_offset, b.last_offset, tuple(b.types)) for b in a.batches)))
+        try:
+            r = self._ask(group, ShareAcknowledgeCmd(group, member, epoch, tuple(parts)))
+        except ActorTimeout as exc:
+            return ShareFetchResult("REQUEST_TIMED_OUT", str(exc))
+        if type(r).__name__ in ("Failure", "NotReady"):
+            return ShareFetchResult(getattr(r, "error", "COORDINATOR_LOAD_IN_PROGRESS"), getattr(r, "message", None))
+        if _err(r.error):
+            return ShareFetchResult(r.error, r.message or None)
+        if epoch == -1:
+            with self._lock:
+                self._session_parts.pop((group, member), None)
+        out = [ShareFetchPartition(uuid.UUID(p.topic_id), p.partition, ack_error=_err(p.error), ack_error_message=p.message or None) for p in r.partitions]
+        out += [ShareFetchPartition(uuid.UUID(t), p, ack_error="UNKNOWN_TOPIC_ID" if t not in names else "UNKNOWN_TOPIC_OR_PARTITION") for t, p in unknown]
+        return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))
+
+    # ------------------------------------------------------------------ describe / configs
+    def lock_ms(self, group: str) -> int:
+        """The acquisition lock duration in force for ``group`` (group override or broker)."""
+        cached = getattr(self, "_lock_ms", {}).get(group)
+        if cached is not None:
+            return cached
+        return int(self.cfg.get("group.share.record.lock.duration.ms", "30000"))
+
+    def describe(self, group: str) -> dict:
+        """ShareGroupDescribe for one group as the handler's dict."""
+        from actors.share.messages import DescribeShareGroup
+
+        try:
+            d = self._ask(group, DescribeShareGroup(group))
+        except ActorTimeout as exc:
+            return {"error": "COORDINATOR_NOT_AVAILABLE", "message": str(exc)}
+        if _err(getattr(d, "error", None)):
+            return {"error": d.error, "message": d.message or None}
+        names = self.controller.names_by_id()
+        return {
+            "state": d.group_state,
+            "group_epoch": d.group_epoch,
+            "assignment_epoch": d.assignment_epoch,
+            "assignor": d.assignor_name,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "rack_id": m.rack_id,
+                    "member_epoch": m.member_epoch,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "subscribed": list(m.subscribed_topic_names),
+                    "assignment": [(uuid.UUID(tid), names.get(tid, ""), list(ps)) for tid, ps in m.assignment],
+                }
+                for m in d.members
+            ],
+        }
+
+    def offsets(self, group: str, topics) -> tuple[str | None, str | None, list]:
+        """DescribeShareGroupOffsets: ``(error, message, [(topic name, topic uuid, [(partition,
+        start offset, error)])])``."""
+        from actors.share.messages import DescribeShareGroupOffsets
+
+        infos = {t.name: t for t in self.controller.cached_topics([n for n, _ in topics] if topics else None)}
+        parts = None
+        if topics is not None:
+            parts = tuple((str(infos[n].topic_id), p) for n, ps in topics if n in infos for p in ps)
+        try:
+            r = self._ask(group, DescribeShareGroupOffsets(group, parts))
+        except ActorTimeout as exc:
+            return "COORDINATOR_NOT_AVAILABLE", str(exc), []
+        if _err(r.error):
+            return r.error, None, []
+        names = self.controller.names_by_id()
+        rows: dict[str, list] = {}
+        for po in r.partitions:
+            rows.setdefault(po.topic_id, []).append((po.partition, po.start_offset, _err(po.error)))
+        return None, None, [(names.get(tid, ""), uuid.UUID(tid), sorted(ps)) for tid, ps in rows.items()]
+
+    def describe_configs(self, group: str, keys: Sequence[str] | None):
+        """DescribeConfigs on a GROUP resource (source GROUP_CONFIG=8 for overrides, 5 default)."""
+        from actors.share.messages import DescribeGroupConfigs
+
+        try:
+            r = self._ask(group, DescribeGroupConfigs(group))
+        except ActorTimeout as exc:
+            return "COORDINATOR_NOT_AVAILABLE", str(exc), []
+        if type(r).__name__ == "Failure":
+            return r.error, r.message, []
+        overrides = set(r.overrides)
+        entries = [ConfigEntry(k, v, is_default=k not in overrides, source=8 if k in overrides else 5) for k, v in sorted(r.configs.items()) if keys is None or k in keys]
+        return None, None, entries
+
+    def alter_configs(self, group: str, ops, validate_only: bool):
+        """IncrementalAlterConfigs on a GROUP resource: SET (0) and DELETE (1); APPEND/SUBTRACT
+        are INVALID_CONFIG for these scalar keys (as Kafka)."""
+        from actors.share.messages import AlterGroupConfigs
+
+        changes: dict[str, str | None] = {}
+        for key, op, value in ops:
+            if op == 0:
+                changes[key] = value
+            elif op == 1:
+                changes[key] = None
+            else:
+                return "INVALID_CONFIG", f"Config value append/subtract is not allowed for config key {key}"
+        try:
+            r = self._ask(group, AlterGroupConfigs(group, changes, True, validate_only))
+        except ActorTimeout as exc:
+            return "COORDINATOR_NOT_AVAILABLE", str(exc)
+        if type(r).__name__ == "Failure":
+            return r.error, r.message
+        if not _err(r.error) and not validate_only:
+            lock = r.configs.get("share.record.lock.duration.ms")
+            if not hasattr(self, "_lock_ms"):
+                self._lock_ms: dict[str, int] = {}
+            if lock is not None:
+                self._lock_ms[group] = int(lock)
+            else:
+                self._lock_ms.pop(group, None)
+        return _err(r.error), r.message or None
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """``(group id, "share", state)`` of every known share group; the state (``Empty``,
+        ``Stable``) is asked from each group's actor."""
+        out = []
+        for gid, gtype, _ in self.controller.share_groups():
+            d = self.describe(gid)
+            out.append((gid, gtype, d.get("state", "Dead") if not d.get("error") else "Dead"))
+        return out
+
+    def status(self) -> dict[str, int]:
+        """Counts over the share groups: groups, members, in-flight records."""
+        from actors.messages import StatusRequest
+
+        groups = members = inflight = 0
+        for gid, _type, _state in self.controller.share_groups():
+            groups += 1
+            try:
+                r = self._ask(gid, StatusRequest())
+            except ActorTimeout:
+                continue
+            counts = getattr(r, "counts", {}) or {}
+            members += int(counts.get("members", 0))
+            inflight += int(counts.get("in_flight_records", counts.get("in_flight", 0)))
+        return {"groups": groups, "members": members, "in_flight_records": inflight}
