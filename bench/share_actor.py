@@ -241,7 +241,7 @@ def bench_memory(url: str, sync: str, groups: int) -> dict:
             asys.ask(a, m.ShareFetchCmd(g, "m1", 1, (m.ShareFetchPartition("T", 0, acknowledgement_batches=(), fetch_offset=100,
                                                                           log_batches=(), high_watermark=100),)), 10)
             asys.ask(a, m.ShareFetchCmd(g, "m1", 2, (), 0), 10)
-            asys.ask(a, m.ShareFetchCmd(g, "m1", -1, ()), 10)  # close the session: the group may passivate
+            asys.ask(a, m.ShareFetchCmd(g, "m1", -1, ()), 10)  # close the session (passivated below by Passivate)
             actors.append(a)
         gc.collect()
         idle_traced = tracemalloc.get_traced_memory()[0] - base_traced

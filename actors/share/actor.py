@@ -18,15 +18,23 @@ Lifecycle
     by one ``wakeupAfter`` for the earliest of them (a wakeup carries its due time; a wakeup that is
     not the one outstanding is stale and ignored). Everything due is also processed at the start
     of every request, so correctness does not depend on wakeup delivery.
-  * Passivation: after ``shoal.share.group.passivate.ms`` without requests and with no open share
-    session, the actor saves a snapshot and exits (``ActorExitRequest`` to itself); the parent
-    re-creates it and sends ``Configure`` before the next message.
+  * Passivation: after ``shoal.share.group.passivate.ms`` without requests, with no open share
+    session and no member (a passivated group's session timers do not run, so members that stopped
+    heartbeating are fenced first), the actor saves a snapshot and exits (``ActorExitRequest`` to
+    itself); the parent re-creates it and sends ``Configure`` before the next message.
   * A snapshot is saved every ``shoal.share.group.snapshot.every.events`` events and at passivation
-    (a pickle of the membership dict and the ``SharePartition`` objects, format
-    :data:`SNAPSHOT_FORMAT`). Snapshots are caches: an unreadable snapshot is ignored and the
+    (versioned JSON of plain data, :meth:`ShareGroupState.dumps`, format :data:`SNAPSHOT_FORMAT`).
+    Snapshots are caches: an unreadable snapshot (corrupt, unknown format) is ignored and the
     stream replayed from the start.
   * A member that leaves (epoch -1) or whose session times out is fenced; its share session is
-    closed and the records it holds are released (as Kafka 4.x's share-group listener does).
+    closed and the records it holds are released — all in ONE atomic append, so no crash leaves a
+    fenced member holding records until their locks expire. Every release (leave, session
+    timeout, FINAL share-session epoch) is Kafka 4.2's ``SharePartition.releaseAcquiredRecords``
+    with ``DeliveryCountOps.DECREASE``: the records were acquired but not delivered, so their
+    delivery count drops by one and the delivery-count limit does not archive them.
+  * Share sessions are broker memory that follows the durable decisions: a session is removed
+    when the ``ShareSessionClosed`` / ``MemberFenced`` event that ends it has been appended.
+  * Each message reads the clock once (``now_ms``) and hands it to the pure deciders.
 
 Parent contract (the controller): create one ``ShareGroupActor`` per group on demand, send it
 ``Configure(config, name=<group id>, journal=<JournalActor or None>)`` first, then forward the
@@ -50,11 +58,11 @@ from __future__ import annotations
 
 import logging
 import os
-import pickle
 import time
 from datetime import timedelta
 from typing import Any, Callable, Iterable
 
+import msgspec
 from thespian.actors import ActorExitRequest
 
 from actors.base import EventSourcedActor, PersistError
@@ -100,13 +108,18 @@ __all__ = ["ShareGroupActor", "ShareGroupState", "SNAPSHOT_FORMAT"]
 
 log = logging.getLogger("shoal.share.actor")
 
-#: Version tag of the snapshot bytes (pickle of a dict; bump when the layout changes).
-SNAPSHOT_FORMAT = 1
+#: Version tag of the snapshot bytes (JSON of plain data, see :meth:`ShareGroupState.dumps`).
+#: Format 1 was a pickle; bump when the layout changes. A snapshot of another format is ignored
+#: and the stream replayed from the start (snapshots are caches).
+SNAPSHOT_FORMAT = 2
+
+_SNAPSHOT_ENCODER = msgspec.json.Encoder()
 
 TP = tuple[str, int]
 
 
 def _now_ms() -> int:
+    """The wall clock in ms since the epoch: read once per message and passed to the deciders."""
     return time.time_ns() // 1_000_000
 
 
@@ -158,21 +171,48 @@ class ShareGroupState:
         }
 
     def dumps(self) -> bytes:
-        """Snapshot bytes (format :data:`SNAPSHOT_FORMAT`)."""
-        return pickle.dumps({"format": SNAPSHOT_FORMAT, "membership": self.membership.to_dict(),
-                             "partitions": self.partitions}, protocol=pickle.HIGHEST_PROTOCOL)
+        """Snapshot bytes: UTF-8 JSON (msgspec) of plain data, format :data:`SNAPSHOT_FORMAT`::
+
+            {"format": 2, "group_id": str,
+             "membership": ShareGroupMembership.to_dict(),
+             "partitions": [SharePartition.snapshot(), ...]}   # sorted by (topic id, partition)
+
+        Readable without Shoal's classes (projections, verification, DuckDB ``read_json``) and
+        independent of the code layout. Session deadlines and share sessions are broker memory
+        and not part of it."""
+        return _SNAPSHOT_ENCODER.encode({
+            "format": SNAPSHOT_FORMAT,
+            "group_id": self.group_id,
+            "membership": self.membership.to_dict(),
+            "partitions": [sp.snapshot() for _, sp in sorted(self.partitions.items())],
+        })
 
     @classmethod
     def loads(cls, data: bytes, group_id: str, broker: BrokerShareConfig) -> "ShareGroupState":
-        """Inverse of :meth:`dumps`. Raises ``ValueError`` for another format or group."""
-        d = pickle.loads(data)
-        if d.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError(f"snapshot format {d.get('format')} is not {SNAPSHOT_FORMAT}")
-        st = cls(group_id, broker)
-        st.membership = ShareGroupMembership.from_dict(d["membership"])
-        if st.membership.group_id != group_id:
+        """Inverse of :meth:`dumps` for the snapshot of ``group_id``. Raises ``ValueError`` for
+        bytes that are not a format-:data:`SNAPSHOT_FORMAT` snapshot of this group (corrupt bytes,
+        another or an unknown format, e.g. the pickles of format 1, another group): the caller
+        then replays the stream from the start."""
+        try:
+            d = msgspec.json.decode(data)
+        except (msgspec.DecodeError, UnicodeDecodeError, TypeError) as exc:
+            raise ValueError(f"not a share-group snapshot: {exc}") from exc
+        if not isinstance(d, dict) or d.get("format") != SNAPSHOT_FORMAT:
+            fmt = d.get("format") if isinstance(d, dict) else None
+            raise ValueError(f"snapshot format {fmt!r} is not {SNAPSHOT_FORMAT}")
+        if d.get("group_id") != group_id:
             raise ValueError("snapshot of another group")
-        st.partitions = dict(d["partitions"])
+        st = cls(group_id, broker)
+        try:
+            st.membership = ShareGroupMembership.from_dict(d["membership"])
+            parts = [SharePartition.from_snapshot(x) for x in d["partitions"]]
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"malformed share-group snapshot: {exc!r}") from exc
+        if st.membership.group_id != group_id or any(sp.group_id != group_id for sp in parts):
+            raise ValueError("snapshot of another group")
+        st.partitions = {(sp.topic_id, sp.partition): sp for sp in parts}
+        if len(st.partitions) != len(parts):
+            raise ValueError("a share-partition appears twice in the snapshot")
         return st
 
 
@@ -198,18 +238,22 @@ class ShareGroupActor(EventSourcedActor):
     # ------------------------------------------------------------------ lifecycle
 
     def receiveMsg_Configure(self, msg: Configure, sender: Any) -> None:
-        """Recover (snapshot + tail) and answer ``Configured``, or ``Failure`` on a bad config."""
+        """Recover (snapshot + tail) and answer ``Configured``; ``Failure(INVALID_CONFIG)`` on a bad
+        broker config, ``Failure(COORDINATOR_LOAD_IN_PROGRESS)`` when the event log cannot be opened
+        or read (the actor then stays not ready: every request gets ``NotReady``; send
+        ``Configure`` again to retry)."""
         try:
             self._broker = BrokerShareConfig.from_config(msg.config)
         except InvalidConfig as exc:
             self.send(sender, Failure("INVALID_CONFIG", str(exc)))
             return
+        self._ready = False  # (re-)configuring: fail closed until recovered
         self._group_id = msg.name
         self._stream = stream_id_for(msg.name)
         self._sessions = ShareSessions(self._broker.max_share_sessions)
-        self.attach_event_log(msg.config, msg.journal)
         now = _now_ms()
         try:
+            self.attach_event_log(msg.config, msg.journal)
             replayed = self._recover(now)
         except Exception as exc:  # storage down: stay not ready
             log.exception("share group %s: recovery failed", msg.name)
@@ -251,6 +295,8 @@ class ShareGroupActor(EventSourcedActor):
         return replayed
 
     def on_exit(self) -> None:
+        """``ActorExitRequest`` (not a passivation): save a snapshot when events were appended since
+        the last one (best effort; the events are the truth)."""
         if self._ready and not self._passivated and self._state is not None and self._version > self._snap_version:
             try:
                 self._save_snapshot()
@@ -263,8 +309,13 @@ class ShareGroupActor(EventSourcedActor):
             self._passivate()
 
     def _passivate(self) -> None:
+        """Save a snapshot (best effort: the events are the truth, a missing snapshot only means a
+        longer replay at rehydration) and exit."""
         if self._version > self._snap_version:
-            self._save_snapshot()
+            try:
+                self._save_snapshot()
+            except Exception:
+                log.warning("share group %s: snapshot at passivation failed", self._group_id, exc_info=True)
         self._passivated = True
         self._ready = False
         self.send(self.myAddress, ActorExitRequest())
@@ -292,6 +343,9 @@ class ShareGroupActor(EventSourcedActor):
     # ------------------------------------------------------------------ timers
 
     def on_wakeup(self, payload: Any) -> None:
+        """The timer ``("share-group-timer", due_ms)``: ignored unless it is the one outstanding
+        (stale wakeups are counted and dropped); otherwise read the clock once, process everything
+        due (lock expiries, member session expiries) and passivate when idle, else re-arm."""
         if not (isinstance(payload, tuple) and len(payload) == 2 and payload[0] == "share-group-timer"):
             return
         if not self._ready or payload[1] != self._timer_due:
@@ -300,13 +354,18 @@ class ShareGroupActor(EventSourcedActor):
         self._counts["wakeups"] += 1
         self._timer_due = None
         now = _now_ms()
-        if self._sessions.sessions == {} and now - self._last_activity_ms >= self._broker.passivate_ms:
-            self._run_due(now, lambda: self._passivate_if_still_idle(now))
-            return
-        self._run_due(now, lambda: self._schedule(now))
+        self._run_due(now, lambda: self._passivate_if_idle(now))
 
-    def _passivate_if_still_idle(self, now: int) -> None:
-        if self._ready and not self._sessions.sessions:
+    def _idle(self, now: int) -> bool:
+        """Passivation is allowed: no request for ``shoal.share.group.passivate.ms``, no open share
+        session and no member whose session timer runs (a passivated group's timers do not fire,
+        so a member that stopped heartbeating must be fenced first)."""
+        assert self._state is not None
+        return (now - self._last_activity_ms >= self._broker.passivate_ms
+                and not self._sessions.sessions and not self._state.membership.members)
+
+    def _passivate_if_idle(self, now: int) -> None:
+        if self._ready and self._idle(now):
             self._passivate()
         else:
             self._schedule(now)
@@ -322,7 +381,11 @@ class ShareGroupActor(EventSourcedActor):
             if d is not None:
                 dues.append(d)
         dues.extend(self._state.membership.deadlines.values())
-        dues.append(self._last_activity_ms + self._broker.passivate_ms)
+        idle_due = self._last_activity_ms + self._broker.passivate_ms
+        if not self._sessions.sessions and not self._state.membership.members:
+            dues.append(idle_due)  # otherwise idleness is re-checked when a session/member goes
+        if not dues:
+            return
         due = min(dues)
         if self._timer_due is not None and self._timer_due <= due:
             return
@@ -354,6 +417,9 @@ class ShareGroupActor(EventSourcedActor):
             assert self._state is not None
             for e in events:
                 self._state.apply(e)
+                if isinstance(e, (ShareSessionClosed, MemberFenced)):
+                    # share sessions are broker memory that follows the durable decision
+                    self._sessions.remove(e.member_id)
             self._version = results[0].last_version
             self._counts["events"] += len(events)
             self._counts["appends"] += 1
@@ -387,23 +453,22 @@ class ShareGroupActor(EventSourcedActor):
         expired = sorted(mid for mid, dl in st.membership.deadlines.items() if dl <= now and mid in st.membership.members)
         if expired:
             def fence() -> list[DomainEvent]:
+                # one atomic append: every expired member fenced, its share session closed and
+                # its records released (the release depends on the share-partitions only)
                 evs = list(decide_session_expiry(st.membership, now))
-                for ev in evs:
-                    if isinstance(ev, MemberFenced) and self._sessions.get(ev.member_id) is not None:
-                        evs.append(ShareSessionClosed(self._group_id, ev.member_id, "MEMBER_FENCED"))
+                fenced = [ev.member_id for ev in evs if isinstance(ev, MemberFenced)]
+                evs.extend(ShareSessionClosed(self._group_id, mid, "MEMBER_FENCED")
+                           for mid in fenced if self._sessions.get(mid) is not None)
+                for mid in fenced:
+                    evs.extend(self._decide_release(mid))
                 return evs
             steps.append(fence)
-            for mid in expired:
-                steps.append(lambda mid=mid: self._release_member_events(mid))
         return steps
 
-    def _release_member_events(self, member_id: str) -> list[DomainEvent]:
-        assert self._state is not None
-        self._sessions.remove(member_id)
-        return [e for sp in list(self._state.partitions.values()) for e in sp.decide_release_member(member_id)]
-
-    def _run_due(self, now: int, then: Callable[[], None]) -> None:
-        self._chain(self._due_steps(now), then, lambda err, msg: then())
+    def _run_due(self, now: int, then: Callable[[], None], failed: Callable[[str, str], None] | None = None) -> None:
+        """Process everything due at ``now`` (:meth:`_due_steps`), then call ``then``; when an
+        append of those steps is refused call ``failed`` (default: ``then``) instead."""
+        self._chain(self._due_steps(now), then, failed or (lambda err, text: then()))
 
     def _begin(self, msg: Any, sender: Any) -> int | None:
         """Common request prologue: fail closed when not ready; returns ``now_ms`` or ``None``."""
@@ -423,7 +488,15 @@ class ShareGroupActor(EventSourcedActor):
         now = self._begin(msg, sender)
         if now is None:
             return
-        self._run_due(now, lambda: self._guarded(msg, sender, body, now))
+        def due_failed(err: str, text: str) -> None:
+            # the due steps could not be appended (storage down, or another writer): answer from
+            # a recovered state only, otherwise fail closed
+            if self._ready:
+                self._guarded(msg, sender, body, now)
+            else:
+                self.send(sender, NotReady(self._group_id))
+
+        self._run_due(now, lambda: self._guarded(msg, sender, body, now), due_failed)
 
     def _guarded(self, msg: Any, sender: Any, body: Callable[[int], None], now: int) -> None:
         try:
@@ -465,10 +538,9 @@ class ShareGroupActor(EventSourcedActor):
         def fail(err: str, text: str) -> None:
             self.send(sender, m.ShareGroupHeartbeatReply(err, text, msg.member_id, msg.member_epoch))
 
-        steps: list[Callable[[], list[DomainEvent]]] = [lambda: events]
-        if leaving:
-            steps.append(lambda: self._release_member_events(msg.member_id))
-        self._chain(steps, reply, fail)
+        if leaving:  # one atomic append: fenced, session closed, records released
+            events.extend(self._decide_release(msg.member_id))
+        self._commit(events, reply, fail)
 
     # ------------------------------------------------------------------ ShareFetch
 
@@ -615,11 +687,19 @@ class ShareGroupActor(EventSourcedActor):
 
     def _close_session_events(self, member_id: str) -> list[DomainEvent]:
         """FINAL epoch: close the session and release the member's acquired records."""
-        had = self._sessions.remove(member_id)
-        assert self._state is not None
+        had = self._sessions.get(member_id) is not None  # removed when the close is durable (_commit)
         evs: list[DomainEvent] = [ShareSessionClosed(self._group_id, member_id, "FINAL_EPOCH")] if had else []
-        evs.extend(e for sp in list(self._state.partitions.values()) for e in sp.decide_release_member(member_id))
+        evs.extend(self._decide_release(member_id))
         return evs
+
+    def _decide_release(self, member_id: str) -> list[DomainEvent]:
+        """Release every record ``member_id`` holds, in every share-partition of the group, as
+        Kafka 4.2's ``SharePartition.releaseAcquiredRecords`` does: with
+        ``DeliveryCountOps.DECREASE`` (the records were acquired but not delivered, so the delivery
+        count drops by one and the delivery-count limit does not archive them)."""
+        assert self._state is not None
+        return [e for sp in list(self._state.partitions.values())
+                for e in sp.decide_release_member(member_id, decrement_delivery_count=True)]
 
     # ------------------------------------------------------------------ ShareAcknowledge
 
@@ -801,8 +881,8 @@ def _record_limit(batches: list[tuple[int, int]], from_offset: int, limit: int) 
 
 def _scratch(sp: SharePartition) -> SharePartition:
     """A private copy of a share-partition to decide a request's later steps on (an acquire after
-    an acknowledgement in the same ShareFetch) before anything is persisted."""
-    return pickle.loads(pickle.dumps(sp, pickle.HIGHEST_PROTOCOL))
+    a log-start-offset move in the same ShareFetch) before anything is persisted."""
+    return SharePartition.from_snapshot(sp.snapshot())
 
 
 def _tps(parts: Iterable[TP]) -> tuple[TopicPartitions, ...]:

@@ -8,7 +8,8 @@ Semantics from Kafka's ``GroupMetadataManager.shareGroupHeartbeat`` / ``shareGro
 - **join**: member epoch 0 with a member id chosen by the client (Kafka 4.1+, KIP-1082: an empty
   or blank member id is INVALID_REQUEST "MemberId can't be empty." at every epoch), creating the
   group if absent. ``group.share.max.size`` full → GROUP_MAX_SIZE_REACHED for new members only.
-- **heartbeat**: epoch > 0. Unknown member → UNKNOWN_MEMBER_ID; an epoch greater than the
+- **heartbeat**: epoch > 0. Unknown (or deleted) group → GROUP_ID_NOT_FOUND "Share group <id> not
+  found." (Kafka 4.x ``getOrMaybeCreateShareGroup``); unknown member → UNKNOWN_MEMBER_ID; an epoch greater than the
   member's, or smaller and not its previous epoch → FENCED_MEMBER_EPOCH.
 - A subscription change or a change of the subscribed topics' ids/partition counts bumps the
   **group epoch**; when the group epoch is ahead of the **assignment epoch** the target assignment
@@ -99,7 +100,8 @@ class ShareGroupHeartbeat:
 @dataclass(frozen=True, slots=True)
 class HeartbeatResponse:
     """The ShareGroupHeartbeat response: ``assignment`` (topic id → sorted partitions) is present
-    only when the request epoch was 0 or the member's assignment changed."""
+    only when the request epoch was 0, the request was full (``subscribed_topic_names`` set) or
+    the member's assignment changed (Kafka 4.2 ``shareGroupHeartbeat``)."""
 
     member_id: str
     member_epoch: int
@@ -274,8 +276,8 @@ def decide_heartbeat(
         return _decide_leave(state, req, broker)
     create = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
     if not state.exists and not create:
-        # GroupMetadataManager.getOrMaybeCreatePersistedShareGroup: IllegalStateException.
-        raise MembershipError("UNKNOWN_SERVER_ERROR", f"Share group {req.group_id} not found.")
+        # Kafka 4.x GroupMetadataManager.getOrMaybeCreateShareGroup: GroupIdNotFoundException.
+        raise MembershipError("GROUP_ID_NOT_FOUND", f"Share group {req.group_id} not found.")
     member_id = req.member_id
     if len(state.members) >= broker.max_size and (member_id == "" or member_id not in state.members):
         raise MembershipError(
@@ -354,7 +356,10 @@ def decide_heartbeat(
     interval = state.configs.effective_heartbeat_interval_ms(broker)
     resp = HeartbeatResponse(
         member_id, new_epoch, interval,
-        _tps(assigned) if (req.member_epoch == JOIN_GROUP_MEMBER_EPOCH or changed) else None,
+        # Kafka 4.2: on a join (epoch 0), a full request (SubscribedTopicNames set: sent after an
+        # error or a timeout) or a changed assignment
+        _tps(assigned) if (req.member_epoch == JOIN_GROUP_MEMBER_EPOCH or req.subscribed_topic_names is not None
+                           or changed) else None,
     )
     return HeartbeatDecision(tuple(events), resp)
 

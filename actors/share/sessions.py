@@ -8,9 +8,11 @@ ShareFetch
   * epoch 0 (INITIAL): acknowledgements are not allowed (INVALID_REQUEST); any existing session of
     (group, member) is replaced; a new session is created with epoch **1** holding the request's
     partitions. When the cache is full → SHARE_SESSION_LIMIT_REACHED (Kafka 4.1+).
-  * epoch -1 (FINAL): no session → SHARE_SESSION_NOT_FOUND; fetching partitions is not allowed
-    (INVALID_REQUEST); the acknowledgements are processed and then the session is closed and the
-    member's acquired records released (``releaseSession``).
+  * epoch -1 (FINAL): no session → SHARE_SESSION_NOT_FOUND; the acknowledgements are processed,
+    nothing is acquired, and then the session is closed and the member's acquired records released
+    (``releaseSession``). Deviation: Kafka answers INVALID_REQUEST when a FINAL ShareFetch asks to
+    *fetch* partitions; this decider cannot tell a fetch from an acknowledgement-only partition
+    (the request names both the same way), so the actor acquires nothing instead.
   * epoch N > 0: no session → SHARE_SESSION_NOT_FOUND; N ≠ session epoch →
     INVALID_SHARE_SESSION_EPOCH; otherwise the request's partitions are added, the forgotten ones
     removed and the epoch becomes ``nextEpoch(N)``.

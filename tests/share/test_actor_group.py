@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import pickle
+
 import pytest
 from freezegun import freeze_time
 from thespian.actors import ActorExitRequest, ActorSystem, DeadEnvelope, PoisonMessage
@@ -9,7 +12,8 @@ from thespian.actors import ActorExitRequest, ActorSystem, DeadEnvelope, PoisonM
 from actors.journal import JournalActor
 from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
 from actors.share import messages as m
-from actors.share.actor import ShareGroupActor
+from actors.share.actor import SNAPSHOT_FORMAT, ShareGroupActor, ShareGroupState
+from actors.share.config import BrokerShareConfig
 from events.codec import decode_recorded
 from events.share_group import stream_id_for
 from store.event_log import open_event_log
@@ -88,6 +92,19 @@ def test_bad_broker_config_is_refused(asys, sqlite_url):
     r = asys.ask(a, Configure(cfg(sqlite_url, **{"group.share.delivery.count.limit": 42}), G), TIMEOUT)
     assert isinstance(r, Failure) and r.error == "INVALID_CONFIG"
     assert isinstance(asys.ask(a, m.DescribeShareGroup(G), TIMEOUT), NotReady)
+
+
+def test_storage_down_at_configure_fails_closed_with_coordinator_load_in_progress(asys, sqlite_url, tmp_path):
+    """The event log cannot be opened: ``Configure`` is answered ``Failure(COORDINATOR_LOAD_IN_PROGRESS)``
+    (not a crash of the handler, which Thespian would turn into a ``PoisonMessage``), every request
+    gets ``NotReady``, and a later ``Configure`` with the storage back recovers."""
+    a = asys.createActor(ShareGroupActor)
+    bad = f"sqlite:///{tmp_path}/missing-dir/sub/events.db"
+    r = asys.ask(a, Configure(cfg(bad), G), TIMEOUT)
+    assert isinstance(r, Failure) and r.error == "COORDINATOR_LOAD_IN_PROGRESS", r
+    assert isinstance(asys.ask(a, m.DescribeShareGroup(G), TIMEOUT), NotReady)
+    assert isinstance(asys.ask(a, Configure(cfg(sqlite_url), G), TIMEOUT), Configured)
+    assert asys.ask(a, m.DescribeShareGroup(G), TIMEOUT).error == "GROUP_ID_NOT_FOUND"
 
 
 def test_heartbeat_describe_and_errors_as_names(asys, sqlite_url, frozen):
@@ -189,7 +206,9 @@ def test_session_timeout_fences_member_and_releases_its_records(asys, sqlite_url
     frozen.tick(46)
     d = asys.ask(a, m.DescribeShareGroup(G), TIMEOUT)
     assert d.group_state == "Empty"
-    assert record(asys, a, 0) == (0, 1, "")  # released at fencing, before its 60 s lock expired
+    # released at fencing, before its 60 s lock expired; Kafka 4.2 releases with
+    # DeliveryCountOps.DECREASE (acquired but not delivered): the delivery count drops back to 0
+    assert record(asys, a, 0) == (0, 0, "")
     assert asys.ask(a, StatusRequest(), TIMEOUT).counts["sessions"] == 0
 
 
@@ -200,8 +219,74 @@ def test_final_epoch_releases_records(asys, sqlite_url, frozen):
     fetch(asys, a, "m1", 1, [(0, 9)])
     r = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", -1, (m.ShareAcknowledgePartition(T, 0, ((0, 1, (1,)),)),)), TIMEOUT)
     assert r.error == "NONE"
-    assert record(asys, a, 5) == (0, 1, "")
+    assert record(asys, a, 1) == (2, 1, "")  # acknowledged (ACCEPT) before the close: untouched
+    assert record(asys, a, 5) == (0, 0, "")  # released with DeliveryCountOps.DECREASE (Kafka 4.2)
     assert fetch(asys, a, "m1", 2, [(2, 9)]).error == "SHARE_SESSION_NOT_FOUND"
+
+
+def test_release_on_session_close_decrements_delivery_count_at_the_limit(asys, sqlite_url, frozen):
+    """Kafka 4.2 ``SharePartition.releaseAcquiredRecordsForCompleteBatch`` /
+    ``...ForPerOffsetBatch`` release with ``DeliveryCountOps.DECREASE``; ``InFlightState.tryUpdateState``
+    then skips the delivery-limit archive check: a record acquired for the last allowed time and
+    released by a session close becomes AVAILABLE again (delivery count - 1), not ARCHIVED."""
+    a = start(asys, sqlite_url, **{"group.share.delivery.count.limit": 2})
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 4)])
+    frozen.tick(31)  # lock expiry: AVAILABLE, delivery count 1 (kept)
+    asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", 1), TIMEOUT)
+    assert record(asys, a, 0) == (0, 1, "")
+    r = fetch(asys, a, "m1", 2, [(0, 4)])
+    assert r.partitions[0].acquired == ((0, 4, 2),)  # the last allowed delivery
+    r = asys.ask(a, m.ShareFetchCmd(G, "m1", -1, ()), TIMEOUT)  # FINAL epoch: close the session
+    assert r.error == "NONE"
+    assert record(asys, a, 0) == (0, 1, "")  # AVAILABLE with delivery count 1, not ARCHIVED
+    # the same through a leave (epoch -1) of a member holding records
+    open_session(asys, a)
+    r = fetch(asys, a, "m1", 1, [(0, 4)])
+    assert r.partitions[0].acquired == ((0, 4, 2),)
+    assert asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT).error == "NONE"
+    assert record(asys, a, 0) == (0, 1, "")
+
+
+def _appends(asys, a) -> int:
+    return asys.ask(a, StatusRequest(), TIMEOUT).counts["appends"]
+
+
+def _tail_types(url: str, n: int) -> list[str]:
+    recs = open_event_log(url).read_stream(stream_id_for(G))
+    return [type(decode_recorded(r)).__name__ for r in recs[-n:]]
+
+
+def test_leave_fences_closes_and_releases_in_one_atomic_append(asys, sqlite_url, frozen):
+    """A leave (epoch -1) of a member holding records: the fencing, the share-session close and the
+    release are one append, so no crash can leave a fenced member's records ACQUIRED."""
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    before = _appends(asys, a)
+    assert asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT).error == "NONE"
+    assert _appends(asys, a) == before + 1
+    assert _tail_types(sqlite_url, 5) == ["MemberFenced", "SubscriptionMetadataUpdated", "GroupEpochBumped",
+                                          "ShareSessionClosed", "MemberRecordsReleased"]
+    assert asys.ask(a, StatusRequest(), TIMEOUT).counts["sessions"] == 0
+    assert record(asys, a, 0) == (0, 0, "")
+
+
+def test_session_timeout_fences_and_releases_in_one_atomic_append(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url, **{"group.share.record.lock.duration.ms": 60000})
+    join(asys, a, "m1")
+    join(asys, a, "m2")
+    open_session(asys, a, "m1")
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    before = _appends(asys, a)
+    frozen.tick(46)
+    asys.ask(a, m.DescribeShareGroup(G), TIMEOUT)  # everything due is processed first
+    assert _appends(asys, a) == before + 1
+    types = _tail_types(sqlite_url, 8)
+    assert types.count("MemberFenced") == 2 and types[-1] == "MemberRecordsReleased"
+    assert asys.ask(a, StatusRequest(), TIMEOUT).counts["sessions"] == 0
 
 
 def test_alter_group_configs(asys, sqlite_url, frozen):
@@ -311,12 +396,51 @@ def test_snapshot_plus_tail_recovery_equals_full_replay(sqlite_url, frozen):
         s3.shutdown()
 
 
+def test_snapshot_is_versioned_plain_json_and_an_unknown_format_means_full_replay(sqlite_url, frozen):
+    """Snapshots are a cache of the fold in a structured, versioned encoding (no pickle): readable
+    without Shoal's classes, and ignored (full replay) when their format is unknown."""
+    s1 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        a = start(s1, sqlite_url, **{"shoal.share.group.snapshot.every.events": 4})
+        _busy_group(s1, a)
+        before = state(s1, a)
+    finally:
+        s1.shutdown()
+    elog = open_event_log(sqlite_url)
+    snap = elog.load_snapshot(stream_id_for(G))
+    assert snap is not None
+    doc = json.loads(snap.state)  # plain JSON, no Shoal classes needed
+    assert doc["format"] == SNAPSHOT_FORMAT == 2 and doc["group_id"] == G
+    assert sorted(x["member_id"] for x in doc["membership"]["members"]) == ["m1", "m2"]
+    assert [(p[1], p[2]) for p in doc["partitions"]] == [(T, 0)]
+    # the snapshot decodes to exactly the fold of the events up to its version
+    folded = ShareGroupState(G, BrokerShareConfig())
+    for rec in elog.read_stream(stream_id_for(G), 1, snap.stream_version):
+        folded.apply(decode_recorded(rec))
+    assert ShareGroupState.loads(snap.state, G, BrokerShareConfig()).to_dict() == folded.to_dict()
+    with pytest.raises(ValueError):
+        ShareGroupState.loads(snap.state, "another-group", BrokerShareConfig())
+    with pytest.raises(ValueError):  # a format-1 pickle is no longer read
+        ShareGroupState.loads(pickle.dumps({"format": 1}), G, BrokerShareConfig())
+    doc["format"] = SNAPSHOT_FORMAT + 1
+    elog.save_snapshot(stream_id_for(G), snap.stream_version, json.dumps(doc).encode())
+    s2 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        b = s2.createActor(ShareGroupActor)
+        conf = s2.ask(b, Configure(cfg(sqlite_url), G), TIMEOUT)
+        assert conf.events_replayed == before.stream_version  # unknown format: full replay
+        assert state(s2, b).state == before.state
+    finally:
+        s2.shutdown()
+
+
 def test_passivation_after_idle_time_and_rehydration(asys, sqlite_url, frozen):
     a = start(asys, sqlite_url, **{"shoal.share.group.passivate.ms": 1000})
     join(asys, a)
     open_session(asys, a, hw=0)
     fetch(asys, a, "m1", 1, [(0, 9)])
     asys.ask(a, m.ShareFetchCmd(G, "m1", -1, ()), TIMEOUT)  # close the session
+    assert asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT).error == "NONE"  # and leave
     before = state(asys, a)
     frozen.tick(2)
     st = asys.ask(a, StatusRequest(), TIMEOUT)  # delivers the idle wakeup first: snapshot + exit
@@ -337,6 +461,23 @@ def test_no_passivation_while_a_share_session_is_open(asys, sqlite_url, frozen):
     frozen.tick(2)
     st = asys.ask(a, StatusRequest(), TIMEOUT)
     assert st.ready and st.counts["sessions"] == 1
+
+
+def test_no_passivation_while_a_member_session_timer_runs(asys, sqlite_url, frozen):
+    """A group with members is not idle: their session timers must fire (and fence a member that
+    stopped heartbeating) before the group may passivate; a passivated group's timers do not run."""
+    a = start(asys, sqlite_url, **{"shoal.share.group.passivate.ms": 1000})
+    join(asys, a)
+    frozen.tick(2)
+    st = asys.ask(a, StatusRequest(), TIMEOUT)  # the idle wakeup is due: the member's timer is not
+    assert st.ready and st.counts["members"] == 1
+    frozen.tick(44)
+    st = asys.ask(a, StatusRequest(), TIMEOUT)  # the member's session expires: fenced, then idle
+    assert not st.ready
+    elog = open_event_log(sqlite_url)
+    types = [type(decode_recorded(r)).__name__ for r in elog.read_stream(stream_id_for(G))]
+    assert "MemberFenced" in types
+    assert elog.load_snapshot(stream_id_for(G)).stream_version == len(types)  # passivation snapshot
 
 
 def test_unknown_messages_exit_request_and_dead_letters(asys, sqlite_url, frozen):

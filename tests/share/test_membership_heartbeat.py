@@ -92,10 +92,19 @@ def test_GroupMetadataManagerTest_testShareGroupUnknownMemberIdJoins():
 
 
 def test_GroupMetadataManagerTest_testShareGroupUnknownGroupId():
-    # Kafka throws IllegalStateException("Share group … not found.") -> UNKNOWN_SERVER_ERROR on the wire.
+    # Kafka 4.x GroupMetadataManager.getOrMaybeCreateShareGroup(groupId, createIfNotExists=false)
+    # throws GroupIdNotFoundException("Share group … not found.") (late 2024 it was an
+    # IllegalStateException, i.e. UNKNOWN_SERVER_ERROR on the wire).
     e = err(ShareGroupMembership("grp"), hb("m1", 100))
-    assert e.error == "UNKNOWN_SERVER_ERROR"
-    assert "Share group grp not found." in e.message
+    assert e.error == "GROUP_ID_NOT_FOUND"
+    assert e.message == "Share group grp not found."
+    # a deleted group is a missing group
+    st = ShareGroupMembership("grp")
+    run(st, hb("m1", 0, ("foo",)))
+    run(st, hb("m1", -1))
+    from events.share_group import ShareGroupDeleted
+    evolve(st, ShareGroupDeleted("grp"))
+    assert err(st, hb("m1", 1)).error == "GROUP_ID_NOT_FOUND"
 
 
 def test_join_creates_group_bumps_epoch_and_assigns():
@@ -126,6 +135,18 @@ def test_second_member_rebalances_without_revocation_phase():
     # a steady heartbeat: no events, no assignment in the response
     d = run(st, hb("m1", 2))
     assert d.events == () and d.response.assignment is None and d.response.member_epoch == 2
+
+
+def test_full_request_at_a_known_epoch_gets_the_assignment():
+    """Kafka 4.2 ``GroupMetadataManager.shareGroupHeartbeat``: the assignment is in the response
+    when the request epoch is 0, when the request is *full* (``SubscribedTopicNames`` set, as a
+    client sends after an error or a timeout) or when the member's assignment changed."""
+    st = ShareGroupMembership("grp")
+    run(st, hb("m1", 0, ("foo",)))
+    d = run(st, hb("m1", 1, ("foo",)))  # full request, nothing changed
+    assert d.events == ()
+    assert d.response.assignment == (TopicPartitions("FOO-ID", (0, 1, 2, 3, 4, 5)),)
+    assert run(st, hb("m1", 1)).response.assignment is None  # incremental, unchanged: omitted
 
 
 def test_fenced_member_epoch_greater_and_smaller_than_known():
