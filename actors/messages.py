@@ -19,6 +19,7 @@ __all__ = [
     "EventsAppended",
     "Failure",
     "NotReady",
+    "Passivating",
     "StatusRequest",
     "StatusReply",
 ]
@@ -73,6 +74,17 @@ class Configured(_Msg):
 
 class NotReady(_Msg):
     """The actor has not finished recovery (COORDINATOR_LOAD_IN_PROGRESS on the wire)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class Passivating(_Msg):
+    """From a child to the actor that configured it, just before it exits on its own to free
+    memory (an idle share group): the parent forgets the child without restarting it, and the next
+    lookup starts a fresh one that rehydrates from snapshot + tail. ``name`` is the child's name."""
 
     __slots__ = ("name",)
 

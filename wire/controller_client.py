@@ -63,6 +63,11 @@ class ControllerClient:
         self._configs: dict[str, dict[str, str]] = {}
         self._loaded_at = 0.0
         self._children: dict[str, Any] = {}
+        #: when each cached share-group address was last used (monotonic s): a group actor
+        #: passivates after ``shoal.share.group.passivate.ms`` without requests, and every request
+        #: goes through here, so an address used more recently than that is still alive
+        self._last_used: dict[str, float] = {}
+        self._passivate_s = float(cfg.get("shoal.share.group.passivate.ms", "120000")) / 1000
         self._groups_seen: set[str] = set()
 
     # ------------------------------------------------------------------ asks
@@ -211,19 +216,25 @@ class ControllerClient:
         """The address of ``group``'s ShareGroupActor (created and recovered by the controller)."""
         from actors.controller.messages import ChildLookup
 
+        now = time.monotonic()
         addr = self._children.get(group)
-        if addr is not None:
+        # Past ~90% of the idle time the actor may have passivated: ask the controller again
+        # (it answers the live address, or starts a fresh actor that rehydrates).
+        if addr is not None and now - self._last_used.get(group, now) < 0.9 * self._passivate_s:
+            self._last_used[group] = now
             return addr
         r = self.ask(ChildLookup("share", group, True), max(self.timeout_s, 60))
         if type(r).__name__ != "ChildAddress":
             raise ActorTimeout(f"share group {group}: {getattr(r, 'error', r)!r} {getattr(r, 'message', '')}")
         self._children[group] = r.address
+        self._last_used[group] = now
         self._groups_seen.add(group)
         return r.address
 
     def forget_child(self, group: str) -> None:
-        """Drop a cached child address (after a timeout)."""
+        """Drop a cached child address (after a timeout, or a ``NotReady`` from a passivating actor)."""
         self._children.pop(group, None)
+        self._last_used.pop(group, None)
 
     def share_groups(self) -> list[tuple[str, str, str]]:
         """``(group id, "share", state)`` of the groups known to the event log or seen this run."""

@@ -202,10 +202,6 @@ class Daemon:
 
     def __init__(self, cfg: Mapping[str, str]) -> None:
         self.cfg = dict(cfg)
-        # The listener caches each share group's actor address (one message per request); an
-        # actor that passivated would leave a dead address behind, so unless configured the
-        # daemon keeps share-group actors alive for a day (a year-long value made them exit at start).
-        self.cfg.setdefault("shoal.share.group.passivate.ms", str(24 * 3600 * 1000))
         self.data_dir = Path(self.cfg["shoal.data.dir"])
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()

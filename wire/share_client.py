@@ -70,11 +70,18 @@ class ShareClient:
         return self.controller.share_group_actor(group)
 
     def _ask(self, group: str, msg: Any) -> Any:
-        try:
-            return self.gateway.ask(self._actor(group), msg, self.timeout_s)
-        except ActorTimeout:
-            self.controller.forget_child(group)  # it may have exited; look it up again next time
-            raise
+        """One message to the group's actor. A ``NotReady`` from an actor that is passivating
+        (it exits right after) is retried once on the address the controller gives now."""
+        for attempt in (1, 2):
+            try:
+                reply = self.gateway.ask(self._actor(group), msg, self.timeout_s)
+            except ActorTimeout:
+                self.controller.forget_child(group)  # it may have exited; look it up again next time
+                raise
+            if type(reply).__name__ != "NotReady" or attempt == 2:
+                return reply
+            self.controller.forget_child(group)
+        return reply
 
     # ------------------------------------------------------------------ heartbeat
     def heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:

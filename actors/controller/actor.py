@@ -93,6 +93,7 @@ from actors.messages import (
     EventsAppended,
     Failure,
     NotReady,
+    Passivating,
     StatusReply,
     StatusRequest,
 )
@@ -120,6 +121,7 @@ _ALWAYS = (
     AppendFailed,
     StatusRequest,
     NotReady,
+    Passivating,
 )
 _SYSTEM = (ActorExitRequest, ChildActorExited, PoisonMessage, DeadEnvelope, WakeupMessage)
 
@@ -151,6 +153,7 @@ class ControllerActor(EventSourcedActor):
         self._replayed = 0
         self._node_id = 1
         self._dead_letters = 0
+        self._passivations = 0
         self._poisoned = 0
         self._last_position = 0
         self._eventlog_interval = 100
@@ -490,6 +493,7 @@ class ControllerActor(EventSourcedActor):
             "pid": os.getpid(),
             "dead_letters": self._dead_letters,
             "poisoned": self._poisoned,
+            "passivations": self._passivations,
         }
         self.send(sender, StatusReply(self._name, self._ready, counts))
 
@@ -572,6 +576,15 @@ class ControllerActor(EventSourcedActor):
             rec.waiters.clear()
             rec.stopping = True
             self.send(rec.address, ActorExitRequest())
+
+    def receiveMsg_Passivating(self, msg: Passivating, sender: Any) -> None:
+        """A child exits on its own to free memory: forget it without a restart (its
+        ``ChildActorExited`` then finds it stopping); the next lookup starts a fresh one."""
+        rec = self._sup.by_address(sender)
+        if rec is None:
+            return
+        rec.stopping = True
+        self._passivations += 1
 
     def receiveMsg_StopChild(self, msg: StopChild, sender: Any) -> None:
         """Stop a child on purpose → :class:`ChildStopped` once it exited."""

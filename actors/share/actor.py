@@ -66,7 +66,7 @@ import msgspec
 from thespian.actors import ActorExitRequest
 
 from actors.base import EventSourcedActor, PersistError
-from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
+from actors.messages import Configure, Configured, Failure, NotReady, Passivating, StatusReply, StatusRequest
 from actors.share import messages as m
 from actors.share.config import (
     BrokerShareConfig,
@@ -216,6 +216,9 @@ class ShareGroupState:
         return st
 
 
+#: The longest single ``wakeupAfter`` the actor arms (ms); longer deadlines re-arm on waking.
+MAX_WAKEUP_DELAY_MS = 3_600_000
+
 class ShareGroupActor(EventSourcedActor):
     """The actor of one share group (see the module doc). Create it, send ``Configure`` with the
     group id as ``name``, then the request messages of :mod:`actors.share.messages`."""
@@ -248,6 +251,7 @@ class ShareGroupActor(EventSourcedActor):
             self.send(sender, Failure("INVALID_CONFIG", str(exc)))
             return
         self._ready = False  # (re-)configuring: fail closed until recovered
+        self._parent = sender  # told before a passivation exit, so it does not restart us
         self._group_id = msg.name
         self._stream = stream_id_for(msg.name)
         self._sessions = ShareSessions(self._broker.max_share_sessions)
@@ -318,6 +322,8 @@ class ShareGroupActor(EventSourcedActor):
                 log.warning("share group %s: snapshot at passivation failed", self._group_id, exc_info=True)
         self._passivated = True
         self._ready = False
+        if getattr(self, "_parent", None) is not None:
+            self.send(self._parent, Passivating(self._group_id))
         self.send(self.myAddress, ActorExitRequest())
 
     def _save_snapshot(self) -> None:
@@ -390,7 +396,11 @@ class ShareGroupActor(EventSourcedActor):
         if self._timer_due is not None and self._timer_due <= due:
             return
         self._timer_due = due
-        self.wakeupAfter(timedelta(milliseconds=max(0, due - now)), payload=("share-group-timer", due))
+        # Thespian's transports cannot sleep arbitrarily long (a year-long timer made every group
+        # actor exit at start, seen in the daemon): wake at least hourly; an early wakeup finds
+        # nothing due and re-arms.
+        delay_ms = min(max(0, due - now), MAX_WAKEUP_DELAY_MS)
+        self.wakeupAfter(timedelta(milliseconds=delay_ms), payload=("share-group-timer", due))
 
     # ------------------------------------------------------------------ the persist / evolve step
 

@@ -19,6 +19,7 @@ from actors.messages import (
     EventsAppended,
     Failure,
     NotReady,
+    Passivating,
     StatusReply,
     StatusRequest,
 )
@@ -36,6 +37,7 @@ def test_messages_pickle_round_trip() -> None:
         Configure({"event.log.url": "sqlite:///x"}, "n", None),
         Configured("n", 3, 4),
         NotReady("n"),
+        Passivating("g"),
         Failure("INVALID_REQUEST", "m", {"a": 1}),
         AppendEvents(1, [req]),
         AppendFailed(1, "CONCURRENCY", "m"),

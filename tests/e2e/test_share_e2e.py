@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.conftest import SHARED_OVERRIDES
 from tests.e2e.helpers import create_topic, describe_share_group, list_offsets, produce, raw_request, read_log, set_group_config, start_worker, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -462,3 +463,41 @@ def test_share_auto_offset_reset_by_duration(shared_daemon):
         got += [m.value().decode() for m in c.poll(0.3) if not m.error()]
     c.close()
     assert sorted(got) == [f"new{i}" for i in range(5)]
+
+
+def test_idle_share_group_passivates_and_rehydrates(daemon_factory):
+    """An idle share group's actor exits to free its process (``shoal.share.group.passivate.ms``),
+    the controller does not restart it, and the next client request rehydrates it from snapshot +
+    tail: records accepted before passivation are not delivered again, new ones are."""
+    from confluent_kafka import ShareConsumer
+
+    d = daemon_factory(**SHARED_OVERRIDES | {"shoal.share.group.passivate.ms": "3000"})
+    bs = d.bootstrap
+    create_topic(bs, "naps", 1)
+    set_group_config(bs, "sleepers", "share.auto.offset.reset", "earliest")
+    produce(bs, "naps", [f"a{i}" for i in range(20)], partitioner=lambda i: 0)
+
+    def consume(expected: int) -> list[str]:
+        c = ShareConsumer({"bootstrap.servers": bs, "group.id": "sleepers"})
+        c.subscribe(["naps"])
+        got: list[str] = []
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and len(got) < expected:
+                got += [m.value().decode() for m in c.poll(0.3) if not m.error()]
+            c.commit_sync()
+            extra_until = time.monotonic() + 2  # nothing more may arrive
+            while time.monotonic() < extra_until:
+                got += [m.value().decode() for m in c.poll(0.3) if not m.error()]
+            c.commit_sync()
+        finally:
+            c.close()
+        return got
+
+    assert sorted(consume(20)) == sorted(f"a{i}" for i in range(20))
+    with_actor = len(d.all_pids())
+    assert wait_for(lambda: len(d.all_pids()) < with_actor, 30), "the idle group's actor process did not exit"
+    time.sleep(2)  # and it is not restarted behind our back
+    assert len(d.all_pids()) < with_actor
+    produce(bs, "naps", [f"b{i}" for i in range(10)], partitioner=lambda i: 0)
+    assert sorted(consume(10)) == sorted(f"b{i}" for i in range(10))
