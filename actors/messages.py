@@ -48,16 +48,18 @@ class Configure(_Msg):
 
     ``config``: a flat ``dict[str, str|int|bool]`` of Kafka/Shoal config keys (``event.log.url``,
     ``group.share.record.lock.duration.ms`` …); ``name``: the actor's logical name (group id,
-    metadata partition …); ``journal``: the JournalActor's address, or ``None`` for direct appends.
-    The actor answers :class:`Configured` once it has recovered (or ``Failure``).
+    metadata partition …); ``journal``: the JournalActor's address, or ``None`` for direct appends;
+    ``supervisor``: the actor to tell (:class:`Passivating`) before a self-initiated exit, or
+    ``None``. The actor answers :class:`Configured` once it has recovered (or ``Failure``).
     """
 
-    __slots__ = ("config", "name", "journal")
+    __slots__ = ("config", "name", "journal", "supervisor")
 
-    def __init__(self, config: dict[str, Any], name: str = "", journal: Any = None) -> None:
+    def __init__(self, config: dict[str, Any], name: str = "", journal: Any = None, supervisor: Any = None) -> None:
         self.config = config
         self.name = name
         self.journal = journal
+        self.supervisor = supervisor
 
 
 class Configured(_Msg):

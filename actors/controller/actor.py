@@ -550,7 +550,7 @@ class ControllerActor(EventSourcedActor):
             return None
         config = dict(self._config)
         config.update(spec.config)
-        self.send(address, Configure(config, name, self._journal_addr))
+        self.send(address, Configure(config, name, self._journal_addr, self.myAddress))
         return address
 
     def receiveMsg_Configured(self, msg: Configured, sender: Any) -> None:

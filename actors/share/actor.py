@@ -251,7 +251,7 @@ class ShareGroupActor(EventSourcedActor):
             self.send(sender, Failure("INVALID_CONFIG", str(exc)))
             return
         self._ready = False  # (re-)configuring: fail closed until recovered
-        self._parent = sender  # told before a passivation exit, so it does not restart us
+        self._supervisor = msg.supervisor  # told before a passivation exit, so it does not restart us
         self._group_id = msg.name
         self._stream = stream_id_for(msg.name)
         self._sessions = ShareSessions(self._broker.max_share_sessions)
@@ -322,8 +322,8 @@ class ShareGroupActor(EventSourcedActor):
                 log.warning("share group %s: snapshot at passivation failed", self._group_id, exc_info=True)
         self._passivated = True
         self._ready = False
-        if getattr(self, "_parent", None) is not None:
-            self.send(self._parent, Passivating(self._group_id))
+        if getattr(self, "_supervisor", None) is not None:
+            self.send(self._supervisor, Passivating(self._group_id))
         self.send(self.myAddress, ActorExitRequest())
 
     def _save_snapshot(self) -> None:
