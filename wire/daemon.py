@@ -279,12 +279,57 @@ class Daemon:
             time.sleep(0.2)
         return not _port_in_use(admin_port)
 
+    def _rlmm_actors(self, controller: Any) -> Any:
+        """One :class:`actors.rlmm.actor.RlmmPartitionActor` per metadata partition
+        (``remote.log.metadata.topic.num.partitions``), started and supervised by the controller
+        (``ChildLookup("rlmm", p)``), behind Kafka's RemoteLogMetadataManager interface
+        (:class:`actors.rlmm.manager.ActorRemoteLogMetadataManager`). A request that times out
+        (the actor crashed and the controller restarted it elsewhere) looks the partition's actor
+        up again and is retried once."""
+        from actors.controller.messages import ChildLookup
+        from actors.rlmm.manager import ActorRemoteLogMetadataManager
+        from wire.gateway import ActorTimeout
+
+        n = int(self.cfg.get("remote.log.metadata.topic.num.partitions", "50"))
+        timeout_s = float(self.cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
+        addresses: list[Any] = []  # index = metadata partition (ActorAddress is not hashable)
+
+        def lookup(p: int) -> Any:
+            reply = controller.ask(ChildLookup("rlmm", str(p), True), max(timeout_s, 60))
+            if type(reply).__name__ != "ChildAddress":
+                raise RuntimeError(f"RLMM actor for metadata partition {p} did not start: {reply!r}")
+            return reply.address
+
+        addresses.extend(lookup(p) for p in range(n))
+        actors = dict(enumerate(addresses))
+        assert self.gateway is not None
+        gateway = self.gateway
+
+        def ask(addr: Any, msg: Any) -> Any:
+            try:
+                return gateway.ask(addr, msg, timeout_s)
+            except ActorTimeout:
+                p = next((i for i, a in enumerate(addresses) if a == addr), None)
+                if p is None:
+                    return None
+                fresh = addresses[p] = lookup(p)
+                manager._actors[p] = fresh  # noqa: SLF001 - the manager's own address map
+                try:
+                    return gateway.ask(fresh, msg, timeout_s)
+                except ActorTimeout:
+                    return None  # the manager turns a missing reply into KafkaException
+
+        manager = ActorRemoteLogMetadataManager(ask, actors, num_partitions=n)
+        return manager
+
     def _start_remote_log_manager(self, controller: Any) -> None:
         """Start the RemoteLogManager (``store.remote_log_manager``) over a local-directory remote
         tier (``<data>/remote``) and the event-sourced RLMM, when
         ``remote.log.storage.system.enable=true``. Partitions of topics with
         ``remote.storage.enable=true`` are registered as their logs open; reads below the local
-        log start go to the remote tier."""
+        log start go to the remote tier. ``shoal.rlmm.mode``: ``actors`` (default, one supervised
+        RLMM actor per metadata partition) or ``in-process`` (the same event-sourced manager inside
+        the listener process: fewer processes, no supervision)."""
         if self.cfg.get("remote.log.storage.system.enable", "true").lower() != "true":
             return
         from actors.base import event_log_for
@@ -294,7 +339,13 @@ class Daemon:
         from store.remote_storage import LocalDirectoryRemoteStorageManager
 
         rsm = LocalDirectoryRemoteStorageManager(self.cfg.get("shoal.remote.storage.dir") or str(self.data_dir / "remote"))
-        rlmm = EventSourcedRemoteLogMetadataManager.from_config(event_log_for(self.cfg), self.cfg)
+        mode = self.cfg.get("shoal.rlmm.mode", "actors")
+        if mode == "actors":
+            rlmm = self._rlmm_actors(controller)
+        elif mode == "in-process":
+            rlmm = EventSourcedRemoteLogMetadataManager.from_config(event_log_for(self.cfg), self.cfg)
+        else:
+            raise ValueError(f"shoal.rlmm.mode must be actors or in-process, not {mode!r}")
         interval = int(self.cfg.get("remote.log.manager.task.interval.ms", "30000"))
         rlm = RemoteLogManager(rsm, rlmm, broker_id=int(self.cfg.get("node.id", "1")), task_interval_ms=interval)
         self.rlm = rlm
