@@ -3,6 +3,8 @@
 ``python app.py run``      the daemon: actor system, event log, journal, controller (with its
                            share-group and RLMM children), remote log manager, Kafka listener
 ``python app.py status``   readiness and counts of a running daemon
+``python app.py replay``   rebuild state snapshots from the event log (python | duckdb | spark), --verify
+``python app.py audit``    the history of one record (``audit record``) or remote segment (``audit segment``)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import List, Optional
 import typer
 
 from config import load_config
+from projections.cli import register as register_projection_commands
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Shoal: share groups (KIP-932) and tiered storage (KIP-405), event-sourced.")
 
@@ -70,6 +73,8 @@ def status(
             typer.echo(f"{k}: {st[k]}")
     raise typer.Exit(0 if st.get("ready") else 1)
 
+
+register_projection_commands(app)
 
 if __name__ == "__main__":
     app(sys.argv[1:])

@@ -1,0 +1,305 @@
+"""``app.py replay`` and ``app.py audit`` (Typer + Rich). Wire with ``register(app)``.
+
+``replay --engine python|duckdb|spark [--until-position P | --until-time T] [--out DIR] [--verify]``
+    folds the log into the snapshot tables; ``--out`` writes ``DIR/<engine>/<table>.parquet`` and
+    ``_checkpoint.json`` (the DuckDB engine keeps ``DIR/duckdb/projection.duckdb`` and resumes from
+    its checkpoint); ``--verify`` also runs the Python reference (and DuckDB, when no SQL engine
+    was asked for), compares every engine with it and the daemon's stored snapshots with the
+    reference, prints each divergence and exits 1 on any.
+``audit record --group G --topic T --partition P --offset O`` / ``audit segment ID``
+    timelines as Rich tables, or ``--json``.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+__all__ = ["register", "write_result"]
+
+
+def _log_url(url: Optional[str], config: Optional[Path], override: List[str], data_dir: Optional[str]) -> str:
+    if url:
+        return url
+    from config import load_config
+
+    return load_config(config, override, data_dir)["event.log.url"]
+
+
+def _parse_time(t: Optional[str]) -> Optional[int]:
+    if t is None:
+        return None
+    if t.lstrip("-").isdigit():
+        return int(t)
+    dt = datetime.fromisoformat(t.replace("Z", "+00:00"))
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def write_result(result, out: Path, bounds) -> Path:
+    """Write a :class:`ProjectionResult` as Parquet under ``out/<engine>/`` with a
+    ``_checkpoint.json`` (engine, last position, bounds, event count). Returns the directory."""
+    import pyarrow.parquet as pq
+
+    d = out / result.engine
+    d.mkdir(parents=True, exist_ok=True)
+    for name, t in result.tables.items():
+        pq.write_table(t, d / f"{name}.parquet")
+    (d / "_checkpoint.json").write_text(
+        json.dumps(
+            {
+                "engine": result.engine,
+                "last_position": result.last_position,
+                "event_count": result.event_count,
+                "until_position": bounds.until_position,
+                "until_time_ms": bounds.until_time_ms,
+                "seconds": round(result.seconds, 3),
+                **{k: v for k, v in result.extra.items() if isinstance(v, (int, str, bool, list))},
+            },
+            indent=2,
+        )
+    )
+    return d
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``replay`` command and the ``audit`` command group to ``app``."""
+
+    @app.command()
+    def replay(
+        engine: List[str] = typer.Option(["python"], "--engine", help="python | duckdb | spark (may repeat)"),
+        until_position: Optional[int] = typer.Option(None, "--until-position", help="fold events up to this position (inclusive)"),
+        until_time: Optional[str] = typer.Option(None, "--until-time", help="fold events recorded at or before T (ms or ISO-8601)"),
+        out: Optional[Path] = typer.Option(None, "--out", help="write Parquet snapshots under DIR/<engine>/"),
+        verify: bool = typer.Option(False, "--verify", help="compare engines and stored snapshots; exit 1 on any divergence"),
+        url: Optional[str] = typer.Option(None, "--url", help="event log URL (default: the config's event.log.url)"),
+        parquet: Optional[Path] = typer.Option(None, "--parquet", help="read a Parquet export of the log instead"),
+        master: Optional[str] = typer.Option(None, "--master", help="Spark master (default local[*])"),
+        domain: List[str] = typer.Option([], "--domain", help="only these domains (may repeat)"),
+        as_json: bool = typer.Option(False, "--json", help="print a JSON summary"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """Fold the event log into state snapshots with one or more engines."""
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Table
+
+        from projections.model import domain_projections
+        from projections.source import LogSource, ReplayBounds
+
+        console = Console(stderr=True)
+        bad = [e for e in engine if e not in ("python", "duckdb", "spark")]
+        if bad:
+            raise typer.BadParameter(f"unknown engine(s) {bad}; use python, duckdb or spark")
+        log_url = _log_url(url, config, override, data_dir)
+        src = LogSource.of(str(parquet)) if parquet else LogSource.of(log_url)
+        bounds = ReplayBounds(0, until_position, _parse_time(until_time))
+        projections = domain_projections(domain or None)
+        engines = list(dict.fromkeys(engine))
+        if verify:
+            engines = list(dict.fromkeys(["python"] + engines + ([] if set(engines) & {"duckdb", "spark"} else ["duckdb"])))
+        types = [t for p in projections for t in p.event_type_names]
+        total = src.count(bounds, types)
+        results = {}
+        duck = None
+        for eng in engines:
+            with Progress(
+                TextColumn(f"[bold]{eng}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                console=console, disable=total < 100_000 or as_json,
+            ) as bar:
+                task = bar.add_task(eng, total=total)
+
+                def advance(n: int) -> None:
+                    bar.advance(task, n)
+
+                if eng == "python":
+                    from projections.python_fold import fold_python
+
+                    results[eng] = fold_python(src, projections, bounds, advance)
+                elif eng == "duckdb":
+                    from projections.duckdb_fold import DuckDBFold
+
+                    db = None
+                    if out is not None:
+                        (out / "duckdb").mkdir(parents=True, exist_ok=True)
+                        db = out / "duckdb" / "projection.duckdb"
+                    duck = DuckDBFold(projections, db)
+                    results[eng] = duck.update(src, bounds, advance)
+                else:
+                    from projections.spark_fold import fold_spark
+
+                    results[eng] = fold_spark(src, projections, bounds, advance, master=master)
+            r = results[eng]
+            if out is not None:
+                write_result(r, out, bounds)
+            skipped = r.extra.get("skipped_domains") or []
+            note = f" (no SQL fold for: {', '.join(skipped)})" if skipped else ""
+            console.print(f"{eng}: {r.event_count} events to position {r.last_position} in {r.seconds:.2f}s{note}")
+        divergences = []
+        notes: list[str] = []
+        if verify:
+            from projections.python_fold import fold_states, states_to_tables
+            from projections.verify import compare_results, verify_stored_snapshots
+
+            def py_at(p: int, sid: str):
+                st, inf, _ = fold_states(src, projections, ReplayBounds(0, p, bounds.until_time_ms), streams=[sid])
+                return states_to_tables(projections, st, inf)
+
+            snapshot_at = {"python": py_at}
+            if duck is not None:
+                snapshot_at["duckdb"] = lambda p, sid: duck.snapshot(p)
+
+            def positions(sid: str) -> list[int]:
+                from store.event_log import open_event_log
+
+                lg = open_event_log(log_url, create=False)
+                try:
+                    return [e.position for e in lg.read_stream(sid) if e.event_type in types and (bounds.until_position is None or e.position <= bounds.until_position)]
+                finally:
+                    lg.close()
+
+            ref = results["python"]
+            for eng, r in results.items():
+                if eng != "python":
+                    divergences += compare_results(projections, ref, r, snapshot_at, positions if not parquet else None)
+            if not parquet:
+                from store.event_log import open_event_log
+
+                lg = open_event_log(log_url, create=False)
+                try:
+                    d2, notes = verify_stored_snapshots(lg, projections)
+                finally:
+                    lg.close()
+                divergences += d2
+        if duck is not None:
+            duck.close()
+        if as_json:
+            typer.echo(
+                json.dumps(
+                    {
+                        "engines": {
+                            e: {"events": r.event_count, "last_position": r.last_position, "seconds": round(r.seconds, 3),
+                                "tables": {n: t.num_rows for n, t in r.tables.items()}}
+                            for e, r in results.items()
+                        },
+                        "divergences": [d.as_dict() for d in divergences],
+                        "notes": notes,
+                    },
+                    default=str,
+                )
+            )
+        else:
+            out_console = Console()
+            t = Table(title="snapshot tables (rows)")
+            t.add_column("table")
+            for e in results:
+                t.add_column(e, justify="right")
+            names = sorted({n for r in results.values() for n in r.tables})
+            for n in names:
+                t.add_row(n, *[str(r.tables[n].num_rows) if n in r.tables else "—" for r in results.values()])
+            out_console.print(t)
+            for n in notes:
+                out_console.print(f"[yellow]note:[/] {n}")
+            if verify:
+                for d in divergences:
+                    out_console.print(f"[red]DIVERGENCE[/] {d}")
+                out_console.print("[green]verify: no divergence[/]" if not divergences else f"[red]verify: {len(divergences)} divergence(s)[/]")
+        if divergences:
+            raise typer.Exit(1)
+
+    audit_app = typer.Typer(help="Timelines of one record or one remote segment.", no_args_is_help=True)
+    app.add_typer(audit_app, name="audit")
+
+    @audit_app.command("record")
+    def audit_record(
+        group: str = typer.Option(..., "--group", help="share group id"),
+        topic: str = typer.Option(..., "--topic", help="topic id (or a subscribed topic name)"),
+        partition: int = typer.Option(..., "--partition"),
+        offset: int = typer.Option(..., "--offset"),
+        as_json: bool = typer.Option(False, "--json"),
+        url: Optional[str] = typer.Option(None, "--url"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """The whole history of one record of a share-partition."""
+        from projections.audit import record_history
+        from store.event_log import open_event_log
+
+        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
+        try:
+            steps = record_history(log, group, topic, partition, offset)
+        finally:
+            log.close()
+        if as_json:
+            typer.echo(json.dumps([s.as_dict() for s in steps]))
+        else:
+            _print_steps(
+                f"record {group} {topic}-{partition}@{offset}",
+                ["position", "time", "action", "member", "state", "deliveries", "lock deadline"],
+                [
+                    [str(s.position), _ts(s.recorded_at_ms), s.action, s.member_id or "", s.state or "(left the cache)",
+                     "" if s.delivery_count is None else str(s.delivery_count), "" if s.lock_deadline_ms is None else _ts(s.lock_deadline_ms)]
+                    for s in steps
+                ],
+            )
+        if not steps:
+            raise typer.Exit(2)
+
+    @audit_app.command("segment")
+    def audit_segment(
+        segment_id: str = typer.Argument(..., help="remote log segment id (Kafka base64 Uuid)"),
+        as_json: bool = typer.Option(False, "--json"),
+        url: Optional[str] = typer.Option(None, "--url"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """The lifecycle of one remote log segment."""
+        from projections.audit import segment_lifecycle
+        from store.event_log import open_event_log
+
+        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
+        try:
+            steps = segment_lifecycle(log, segment_id)
+        finally:
+            log.close()
+        if as_json:
+            typer.echo(json.dumps([s.as_dict() for s in steps]))
+        else:
+            _print_steps(
+                f"segment {segment_id}",
+                ["position", "time", "stream", "state", "broker", "partition", "offsets", "bytes"],
+                [
+                    [str(s.position), _ts(s.recorded_at_ms), s.stream_id, s.state, str(s.broker_id), f"{s.topic}-{s.partition}",
+                     "" if s.start_offset is None else f"{s.start_offset}..{s.end_offset}", "" if s.size_bytes is None else str(s.size_bytes)]
+                    for s in steps
+                ],
+            )
+        if not steps:
+            raise typer.Exit(2)
+
+
+def _ts(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _print_steps(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=title)
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*r)
+    Console().print(t)
+    if not rows:
+        Console(stderr=True).print("no event touched it")

@@ -1,0 +1,19 @@
+"""The built-in domain projections; importing this package registers each one.
+
+Each module registers a factory with :func:`projections.model.register_projection`; the factory
+imports the domain's events and ``evolve`` lazily and raises
+:class:`projections.model.DomainNotAvailable` when they are not importable.
+
+=============  ==============================================  ==========================================
+domain         Python fold (the actor's own)                   SQL fold (DuckDB and Spark)
+=============  ==============================================  ==========================================
+share_group    ``actors.share.membership.evolve``              groups, members, assignment
+share          ``actors.share.actor.ShareGroupState.apply``    none yet (see ``share.py``)
+rlmm           ``actors.rlmm.store.MetadataPartitionState``    segments, segment epochs, partitions
+                                                               (the leader-epoch index is Python-only)
+controller     ``actors.controller.state.evolve``              partitions, replicas/ISR (topics' configs,
+                                                               frontiers and holds are Python-only)
+=============  ==============================================  ==========================================
+"""
+
+from projections.domains import controller, rlmm, share, share_group  # noqa: F401

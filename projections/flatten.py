@@ -1,0 +1,142 @@
+"""Flattening event JSON into typed views, rendered for each SQL engine from the event classes.
+
+The shape of an event's JSON is derived from its dataclass (:func:`projections.model.event_views`),
+so a new field in an event appears in the views of both engines without any hand-written
+JSON path. This module renders that shape as a DuckDB ``json_transform`` structure and as a Spark
+``from_json`` DDL schema, and writes the ``SELECT`` that builds each view.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pyarrow as pa
+
+from projections.model import ENVELOPE, EventView, _is_list, _list_item, _scalar_columns, _scalar_type, _unwrap_optional
+
+__all__ = ["duckdb_view_select", "spark_view_select", "tree_of"]
+
+_ENV = [n for n, _ in ENVELOPE]
+
+_DUCK = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN", pa.float64(): "DOUBLE"}
+_SPARK = {pa.int64(): "BIGINT", pa.string(): "STRING", pa.bool_(): "BOOLEAN", pa.float64(): "DOUBLE"}
+
+
+def _node(tp: Any) -> Any:
+    """The JSON shape of a field type: an arrow type, a subtree dict, ``[element]``, or ``None``
+    when it is not flattened (dicts, heterogeneous tuples)."""
+    if dataclasses.is_dataclass(tp):
+        return tree_of(tp)
+    scalar = _scalar_type(tp)
+    if scalar is not None:
+        return scalar
+    if _is_list(tp):
+        try:
+            item = _node(_unwrap_optional(_list_item(tp)))
+        except TypeError:
+            return None
+        return None if item is None else [item]
+    return None
+
+
+def tree_of(cls: Any) -> dict[str, Any]:
+    """The JSON shape of event class ``cls`` as a tree: ``{key: arrow type | subtree | [element]}``
+    (an element is a subtree, an arrow type, or a nested ``[element]``); dicts are left out."""
+    leaves, lists = _scalar_columns(cls)
+    tree: dict[str, Any] = {}
+
+    def put(path: tuple[str, ...], leaf: Any) -> None:
+        node = tree
+        for k in path[:-1]:
+            node = node.setdefault(k, {})
+        node[path[-1]] = leaf
+
+    for path, t in leaves:
+        put(path, t)
+    for path, item in lists:
+        node = _node(item)
+        if node is not None:
+            put(path, [node])
+    return tree
+
+
+def _duck_struct(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _duck_struct(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_duck_struct(node[0])]
+    return _DUCK[node]
+
+
+def _spark_type(node: Any) -> str:
+    if isinstance(node, dict):
+        return "STRUCT<" + ", ".join(f"`{k}`: {_spark_type(v)}" for k, v in node.items()) + ">"
+    if isinstance(node, list):
+        return f"ARRAY<{_spark_type(node[0])}>"
+    return _SPARK[node]
+
+
+def _spark_ddl(tree: dict[str, Any]) -> str:
+    return ", ".join(f"`{k}` {_spark_type(v)}" for k, v in tree.items())
+
+
+def _dq(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _bq(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _access(root: str, path: tuple[str, ...], quote) -> str:
+    return root + "".join("." + quote(p) for p in path)
+
+
+def _view_select(view: EventView, inner: str, quote, explode) -> str:
+    env = ", ".join(quote(n) for n in _ENV)
+    q = inner
+    for k, path in enumerate(view.list_path, start=1):
+        lst = _access(f"e{k - 1}", path, quote)
+        idx = view.index_columns[k - 1]
+        q = f"SELECT * FROM (SELECT *, {explode(lst, idx, f'e{k}')} FROM ({q}) AS q{k})"
+    idxs = "".join(f", CAST({i} AS BIGINT) AS {i}" for i in view.index_columns)
+    cols = "".join(
+        f", {_access(f'e{c.level}', c.path, quote) if c.path else f'e{c.level}'} AS {quote(c.name)}" for c in view.columns
+    )
+    return f"SELECT {env}{idxs}{cols} FROM ({q}) AS t"
+
+
+def duckdb_parse_select(event_type: str, tree: dict[str, Any], source: str, filter_type: bool = True) -> str:
+    """A DuckDB ``SELECT`` of the envelope and the parsed payload (column ``e0``, a STRUCT) of the
+    rows of ``event_type`` in relation ``source``."""
+    structure = json.dumps(_duck_struct(tree)).replace("'", "''")
+    env = ", ".join(_dq(n) for n in _ENV)
+    where = f" WHERE event_type = '{event_type}'" if filter_type else ""
+    return f"SELECT {env}, json_transform(data, '{structure}') AS e0 FROM {source}{where}"
+
+
+def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str, parsed: bool = False) -> str:
+    """A DuckDB ``SELECT`` building ``view`` from the raw rows in relation ``source`` (columns
+    :data:`projections.source.FOLD_COLUMNS`), or, with ``parsed``, from a relation already holding
+    the envelope and the parsed payload ``e0`` (:func:`duckdb_parse_select`)."""
+    env = ", ".join(_dq(n) for n in _ENV)
+    inner = f"SELECT {env}, e0 FROM {source}" if parsed else duckdb_parse_select(view.event_type, tree, source)
+
+    def explode(lst: str, idx: str, alias: str) -> str:
+        return f"generate_subscripts({lst}, 1) - 1 AS {idx}, unnest({lst}) AS {alias}"
+
+    return _view_select(view, inner, _dq, explode)
+
+
+def spark_view_select(view: EventView, tree: dict[str, Any], source: str) -> str:
+    """A Spark SQL ``SELECT`` building ``view`` from the raw rows in view ``source``."""
+    ddl = _spark_ddl(tree).replace("'", "\\'")
+    env = ", ".join(_bq(n) for n in _ENV)
+    inner = f"SELECT {env}, from_json(data, '{ddl}') AS e0 FROM {source} WHERE event_type = '{view.event_type}'"
+
+    def explode(lst: str, idx: str, alias: str) -> str:
+        return f"posexplode({lst}) AS ({idx}, {alias})"
+
+    return _view_select(view, inner, _bq, explode)
