@@ -26,14 +26,17 @@ Lifecycle
     (versioned JSON of plain data, :meth:`ShareGroupState.dumps`, format :data:`SNAPSHOT_FORMAT`).
     Snapshots are caches: an unreadable snapshot (corrupt, unknown format) is ignored and the
     stream replayed from the start.
-  * A member that leaves (epoch -1) or whose session times out is fenced; its share session is
-    closed and the records it holds are released — all in ONE atomic append, so no crash leaves a
-    fenced member holding records until their locks expire. Every release (leave, session
+  * A member whose session times out is fenced; its share session is closed and the records it
+    holds are released — all in ONE atomic append, so no crash leaves a fenced member holding
+    records until their locks expire. A member that leaves (epoch -1) is fenced; if it still has a
+    share session (Kafka keeps sessions apart from membership) its final ShareAcknowledge or
+    ShareFetch (epoch -1) applies its last acknowledgements and releases the rest, otherwise the
+    leave releases its records in the same append. Every release (leave, session
     timeout, FINAL share-session epoch) is Kafka 4.2's ``SharePartition.releaseAcquiredRecords``
     with ``DeliveryCountOps.DECREASE``: the records were acquired but not delivered, so their
     delivery count drops by one and the delivery-count limit does not archive them.
   * Share sessions are broker memory that follows the durable decisions: a session is removed
-    when the ``ShareSessionClosed`` / ``MemberFenced`` event that ends it has been appended.
+    when the ``ShareSessionClosed`` event that ends it has been appended.
   * Each message reads the clock once (``now_ms``) and hands it to the pure deciders.
 
 Parent contract (the controller): create one ``ShareGroupActor`` per group on demand, send it
@@ -427,8 +430,9 @@ class ShareGroupActor(EventSourcedActor):
             assert self._state is not None
             for e in events:
                 self._state.apply(e)
-                if isinstance(e, (ShareSessionClosed, MemberFenced)):
-                    # share sessions are broker memory that follows the durable decision
+                if isinstance(e, ShareSessionClosed):
+                    # share sessions are broker memory that follows the durable decision (a fenced
+                    # member's session is closed by its own ShareSessionClosed event)
                     self._sessions.remove(e.member_id)
             self._version = results[0].last_version
             self._counts["events"] += len(events)
@@ -519,7 +523,8 @@ class ShareGroupActor(EventSourcedActor):
     # ------------------------------------------------------------------ ShareGroupHeartbeat
 
     def receiveMsg_ShareGroupHeartbeatCmd(self, msg: m.ShareGroupHeartbeatCmd, sender: Any) -> None:
-        """ShareGroupHeartbeat: decide (:func:`decide_heartbeat`), persist, evolve, reschedule the member's session timer, reply :class:`ShareGroupHeartbeatReply`. A leave also closes the member's share session and releases its records."""
+        """ShareGroupHeartbeat: decide (:func:`decide_heartbeat`), persist, evolve, reschedule the member's session timer, reply :class:`ShareGroupHeartbeatReply`. A leave of a member without an open share session also
+        releases its records; with one, its final ShareAcknowledge/ShareFetch does (as in Kafka)."""
         self._handle(msg, sender, lambda now: self._heartbeat(msg, sender, now))
 
     def _heartbeat(self, msg: m.ShareGroupHeartbeatCmd, sender: Any, now: int) -> None:
@@ -534,8 +539,12 @@ class ShareGroupActor(EventSourcedActor):
             return
         events = list(decision.events)
         leaving = any(isinstance(e, MemberFenced) for e in events)
-        if leaving and self._sessions.get(msg.member_id) is not None:
-            events.append(ShareSessionClosed(self._group_id, msg.member_id, "MEMBER_FENCED"))
+        # Kafka keeps share sessions apart from group membership: a client closing down sends the
+        # leave heartbeat and THEN its final ShareAcknowledge/ShareFetch (epoch -1) carrying the
+        # last acknowledgements (librdkafka 2.16 does exactly this). With a share session still
+        # open, the leave only fences; the final epoch acknowledges and releases the rest (or the
+        # acquisition locks expire). Without one, the leave releases the member's records itself.
+        release_now = leaving and self._sessions.get(msg.member_id) is None
         r = decision.response
 
         def reply() -> None:
@@ -548,7 +557,7 @@ class ShareGroupActor(EventSourcedActor):
         def fail(err: str, text: str) -> None:
             self.send(sender, m.ShareGroupHeartbeatReply(err, text, msg.member_id, msg.member_epoch))
 
-        if leaving:  # one atomic append: fenced, session closed, records released
+        if release_now:  # one atomic append: fenced and records released
             events.extend(self._decide_release(msg.member_id))
         self._commit(events, reply, fail)
 

@@ -241,11 +241,12 @@ def test_release_on_session_close_decrements_delivery_count_at_the_limit(asys, s
     r = asys.ask(a, m.ShareFetchCmd(G, "m1", -1, ()), TIMEOUT)  # FINAL epoch: close the session
     assert r.error == "NONE"
     assert record(asys, a, 0) == (0, 1, "")  # AVAILABLE with delivery count 1, not ARCHIVED
-    # the same through a leave (epoch -1) of a member holding records
+    # the same through a leave (epoch -1) followed by the final acknowledgement, as clients close
     open_session(asys, a)
     r = fetch(asys, a, "m1", 1, [(0, 4)])
     assert r.partitions[0].acquired == ((0, 4, 2),)
     assert asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT).error == "NONE"
+    assert asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", -1, ()), TIMEOUT).error == "NONE"
     assert record(asys, a, 0) == (0, 1, "")
 
 
@@ -258,20 +259,35 @@ def _tail_types(url: str, n: int) -> list[str]:
     return [type(decode_recorded(r)).__name__ for r in recs[-n:]]
 
 
-def test_leave_fences_closes_and_releases_in_one_atomic_append(asys, sqlite_url, frozen):
-    """A leave (epoch -1) of a member holding records: the fencing, the share-session close and the
-    release are one append, so no crash can leave a fenced member's records ACQUIRED."""
+def test_leave_with_an_open_share_session_keeps_it_for_the_final_acknowledgement(asys, sqlite_url, frozen):
+    """Kafka keeps share sessions apart from group membership: librdkafka sends the leave heartbeat
+    and then its final ShareAcknowledge (epoch -1) with the last acknowledgements. The leave only
+    fences; the final acknowledgement is applied and the remaining records released."""
     a = start(asys, sqlite_url)
     join(asys, a)
     open_session(asys, a)
     fetch(asys, a, "m1", 1, [(0, 9)])
+    assert asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT).error == "NONE"
+    assert "MemberRecordsReleased" not in _tail_types(sqlite_url, 3)
+    assert record(asys, a, 0) == (1, 1, "m1")  # still ACQUIRED by m1
+    r = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", -1, (m.ShareAcknowledgePartition(T, 0, ((0, 4, (1,)),)),)), TIMEOUT)
+    assert r.error == "NONE"
+    assert record(asys, a, 3) == (2, 1, "")  # ACCEPTed by the final acknowledgement
+    assert record(asys, a, 7) == (0, 0, "")  # released at the close (delivery count decreased)
+    assert asys.ask(a, StatusRequest(), TIMEOUT).counts["sessions"] == 0
+
+
+def test_leave_with_no_share_session_releases_in_the_same_append(asys, sqlite_url, frozen):
+    a = start(asys, sqlite_url)
+    join(asys, a)
+    open_session(asys, a)
+    fetch(asys, a, "m1", 1, [(0, 9)])
+    r = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", -1, ()), TIMEOUT)  # the share session closes first
+    assert r.error == "NONE" and record(asys, a, 0) == (0, 0, "")
     before = _appends(asys, a)
     assert asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m1", -1), TIMEOUT).error == "NONE"
     assert _appends(asys, a) == before + 1
-    assert _tail_types(sqlite_url, 5) == ["MemberFenced", "SubscriptionMetadataUpdated", "GroupEpochBumped",
-                                          "ShareSessionClosed", "MemberRecordsReleased"]
-    assert asys.ask(a, StatusRequest(), TIMEOUT).counts["sessions"] == 0
-    assert record(asys, a, 0) == (0, 0, "")
+    assert _tail_types(sqlite_url, 3) == ["MemberFenced", "SubscriptionMetadataUpdated", "GroupEpochBumped"]
 
 
 def test_session_timeout_fences_and_releases_in_one_atomic_append(asys, sqlite_url, frozen):
