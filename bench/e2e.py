@@ -1,4 +1,5 @@
-"""Benchmark of the Kafka front door; prints one JSON object.
+"""End-to-end benchmark of the daemon with confluent-kafka clients in separate processes
+(issue 6's figures); prints one JSON object.
 
 Figures:
 
@@ -14,7 +15,12 @@ Figures:
 * ``share_consume_ack_records_per_s``: 1 and 2 ShareConsumers (separate processes, explicit
   ACCEPT of every record, commit per poll) draining the topic.
 
-Run: ``.venv/bin/python bench/wire.py [--records N]``.
+* ``produce_to_deliver_ms_at_1000_per_s``: p50/p99 latency of a paced producer to a ShareConsumer;
+* ``daemon_rss_mb_all_processes`` (sum of every process's RSS: pages shared between the forked
+  actor processes are counted once per process) and ``daemon_pss_mb_all_processes`` (proportional
+  set size: shared pages divided among their sharers — the memory the daemon really uses).
+
+Run: ``.venv/bin/python bench/e2e.py [--records N]``.
 """
 
 from __future__ import annotations
@@ -32,8 +38,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# this file is named like the ``wire`` package: keep ``bench/`` off the import path
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
 
 
@@ -181,7 +185,7 @@ def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5) -> dict:
     return {"p50": round(_pct(lat, 0.5), 1), "p99": round(_pct(lat, 0.99), 1), "records": len(lat)}
 
 
-def bench_daemon(records: int, overrides: dict[str, str] | None = None) -> dict:
+def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: int = 100) -> dict:
     from tests.e2e.conftest import DaemonProcess  # the e2e harness starts and cleans up the daemon
     from tests.e2e.helpers import create_topic, set_group_config
     from wire.protocol import encode_request, request_header
@@ -215,15 +219,24 @@ def bench_daemon(records: int, overrides: dict[str, str] | None = None) -> dict:
             rates[str(consumers)] = {"records": int(total), "records_per_s": round(total / span) if span > 0 else None}
         out["share_consume_ack_records_per_s"] = rates
         out["produce_to_deliver_ms_at_1000_per_s"] = _latency(d.bootstrap)
-        rss = 0
+        _join_share_groups(d.bootstrap, "bench1", groups)
+        time.sleep(2.5)  # the status file is refreshed every 2 s
+        groups_live = json.loads((d.data_dir / "shoal.status.json").read_text()).get("counts", {}).get("groups")
+        rss = pss = 0
         for pid in d.all_pids():
             try:
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
                     if line.startswith("VmRSS:"):
                         rss += int(line.split()[1])
+                for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1])
             except OSError:
                 pass
+        out["share_groups_at_memory_sample"] = groups_live
+        out["rlmm_partition_actors"] = int(d.overrides.get("remote.log.metadata.topic.num.partitions", 50))
         out["daemon_rss_mb_all_processes"] = round(rss / 1024)
+        out["daemon_pss_mb_all_processes"] = round(pss / 1024)
         time.sleep(2.5)
         st = json.loads((d.data_dir / "shoal.status.json").read_text()).get("counts", {})
         out["daemon_actor_asks"] = st.get("actor_asks")
@@ -237,16 +250,33 @@ def bench_daemon(records: int, overrides: dict[str, str] | None = None) -> dict:
     return out
 
 
+def _join_share_groups(bootstrap: str, topic: str, n: int, seconds: float = 20.0) -> None:
+    """Start ``n`` share groups: one ShareConsumer each subscribes and polls for ``seconds``
+    (round robin), so the daemon has ``n`` ShareGroupActors when memory is sampled."""
+    from confluent_kafka import ShareConsumer
+
+    consumers = [ShareConsumer({"bootstrap.servers": bootstrap, "group.id": f"mem-{i}"}) for i in range(n)]
+    for c in consumers:
+        c.subscribe([topic])
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for c in consumers:
+            c.poll(0.01)
+    for c in consumers:
+        c.close()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--asks", type=int, default=2000)
+    ap.add_argument("--groups", type=int, default=100, help="share groups live when memory is sampled")
     ap.add_argument("--override", action="append", default=[], help="daemon key=value")
     args = ap.parse_args()
     overrides = dict(o.split("=", 1) for o in args.override)
-    result = {"bench": "wire", "records": args.records, "overrides": overrides}
+    result = {"bench": "e2e", "records": args.records, "overrides": overrides}
     result.update(bench_ask(args.asks))
-    result.update(bench_daemon(args.records, overrides))
+    result.update(bench_daemon(args.records, overrides, args.groups))
     print(json.dumps(result))
 
 
