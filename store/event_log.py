@@ -181,6 +181,10 @@ class EventLog:
         self._sql_insert = f"INSERT INTO events ({', '.join(cols)}) VALUES ({', '.join([mark] * len(cols))})"
         self._sql_max_position = "SELECT max(position) FROM events"
         self._sql_stream_version = f"SELECT max(stream_version) FROM events WHERE stream_id = {mark}"
+        # the common single-stream append reads both in one round trip
+        self._sql_position_and_version = (
+            f"SELECT (SELECT max(position) FROM events), (SELECT max(stream_version) FROM events WHERE stream_id = {mark})"
+        )
         self._write_mutex = threading.Lock()
 
     # ------------------------------------------------------------------ writing
@@ -248,15 +252,21 @@ class EventLog:
     def _lock_for_write(self, conn: Connection) -> None:
         """Take the log's write lock inside the open transaction (SQLite's BEGIN IMMEDIATE already
         holds it; see ``_sqlite_engine``)."""
-        if self.dialect == "postgresql":
-            conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{int(self.lock_timeout_ms)}ms'")
-            conn.exec_driver_sql("LOCK TABLE events IN EXCLUSIVE MODE")
+        if self.dialect == "postgresql":  # one round trip for both statements
+            conn.exec_driver_sql(
+                f"SET LOCAL lock_timeout = '{int(self.lock_timeout_ms)}ms'; LOCK TABLE events IN EXCLUSIVE MODE"
+            )
 
     def _validate_and_insert(
         self, conn: Connection, requests: Sequence[AppendRequest], atomic: bool, check_ids: bool
     ) -> list[AppendResult | Exception]:
-        position = conn.exec_driver_sql(self._sql_max_position).scalar() or 0
         versions: dict[str, int] = {}
+        if len(requests) == 1:
+            position, version = conn.exec_driver_sql(self._sql_position_and_version, (requests[0].stream_id,)).one()
+            position = position or 0
+            versions[requests[0].stream_id] = version or 0
+        else:
+            position = conn.exec_driver_sql(self._sql_max_position).scalar() or 0
         results: list[AppendResult | Exception] = []
         rows: list[tuple[Any, ...]] = []
         now = self.clock()
