@@ -214,25 +214,13 @@ class LogSource:
             )
             t = t.cast(FOLD_COLUMNS)
             return t.sort_by("position") if t.num_rows else t
-        from store.arrow_reader import adbc_connect
+        from store.arrow_reader import query_arrow
 
         where = ReplayBounds(lo, hi, bounds.until_time_ms).sql_where()
         if event_types is not None:
             where += f" AND event_type IN ({_type_list(event_types)})"
         query = f"SELECT {', '.join(FOLD_COLUMNS.names)} FROM events WHERE {where} ORDER BY position"
-        conn = adbc_connect(self.url)
-        try:
-            cur = conn.cursor()
-            try:
-                cur.execute(query)
-                t = cur.fetch_arrow_table()
-            finally:
-                cur.close()
-        finally:
-            conn.close()
-        if t.num_rows == 0:
-            return FOLD_COLUMNS.empty_table()
-        return t.cast(FOLD_COLUMNS)
+        return query_arrow(self.url, query, FOLD_COLUMNS)
 
 
 def export_parquet(url: str, path: str | os.PathLike[str], bounds: ReplayBounds = ReplayBounds(), chunk_positions: int = 1_000_000) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["adbc_connect", "read_events_arrow", "EVENTS_SCHEMA"]
+__all__ = ["adbc_connect", "query_arrow", "read_events_arrow", "EVENTS_SCHEMA"]
 
 #: The Arrow schema of the envelope columns, as every reader returns them.
 EVENTS_SCHEMA = pa.schema(
@@ -59,6 +59,14 @@ def read_events_arrow(
     """
     upper = until_position if until_position is not None else (1 << 62)
     query = f"SELECT {_COLUMNS} FROM events WHERE position > {int(from_position)} AND position <= {int(upper)} ORDER BY position"
+    table = query_arrow(url, query, EVENTS_SCHEMA)
+    return pa.RecordBatchReader.from_batches(EVENTS_SCHEMA, table.to_batches(max_chunksize=batch_rows))
+
+
+def query_arrow(url: str, query: str, schema: pa.Schema) -> pa.Table:
+    """Run ``query`` (SQL over the ``events`` table) on the event log at ``url`` through ADBC and
+    return the whole result as a ``pyarrow.Table`` cast to ``schema`` (an empty table of that
+    schema when no row matches: ADBC cannot infer SQLite column types from zero rows)."""
     conn = adbc_connect(url)
     try:
         cur = conn.cursor()
@@ -69,8 +77,4 @@ def read_events_arrow(
             cur.close()
     finally:
         conn.close()
-    if table.num_rows == 0:
-        table = EVENTS_SCHEMA.empty_table()
-    else:
-        table = table.cast(EVENTS_SCHEMA)
-    return pa.RecordBatchReader.from_batches(EVENTS_SCHEMA, table.to_batches(max_chunksize=batch_rows))
+    return schema.empty_table() if table.num_rows == 0 else table.cast(schema)
