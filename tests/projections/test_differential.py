@@ -98,6 +98,21 @@ def assert_same(projections, a, b) -> None:
 
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+SPARK_SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+def assert_duckdb_equals_python(tmp_path, entries, ps) -> None:
+    """Write ``entries`` as an event log and check the DuckDB fold equals the Python fold."""
+    url = write_log(tmp_path, entries)
+    assert_same(ps, fold_python(url, ps), fold_duckdb(url, ps))
+
+
+def assert_spark_equals_python(tmp_path, spark, entries, ps) -> None:
+    """Write ``entries`` as an event log and check the Spark fold equals the Python fold."""
+    from projections.spark_fold import fold_spark
+
+    url = write_log(tmp_path, entries)
+    assert_same(ps, fold_python(url, ps), fold_spark(url, ps, spark=spark))
 
 
 # ----------------------------------------------------------------------------- Python vs DuckDB
@@ -106,18 +121,13 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 @SETTINGS
 @given(entries=toy_logs)
 def test_toy_duckdb_equals_python(tmp_path, entries):
-    url = write_log(tmp_path, entries)
-    ps = [toy.projection()]
-    assert_same(ps, fold_python(url, ps), fold_duckdb(url, ps))
+    assert_duckdb_equals_python(tmp_path, entries, [toy.projection()])
 
 
 @SETTINGS
 @given(entries=share_group_logs)
 def test_share_group_duckdb_equals_python(tmp_path, entries):
-    url = write_log(tmp_path, entries)
-    ps = domain_projections(["share_group"])
-    py = fold_python(url, ps)
-    assert_same(ps, py, fold_duckdb(url, ps))
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["share_group"]))
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -192,26 +202,18 @@ def test_divergence_is_reported_with_first_differing_position(tmp_path):
 
 @pytest.mark.spark
 @pytest.mark.slow
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@SPARK_SETTINGS
 @given(entries=toy_logs)
 def test_toy_spark_equals_python(tmp_path, spark_session, entries):
-    from projections.spark_fold import fold_spark
-
-    url = write_log(tmp_path, entries)
-    ps = [toy.projection()]
-    assert_same(ps, fold_python(url, ps), fold_spark(url, ps, spark=spark_session))
+    assert_spark_equals_python(tmp_path, spark_session, entries, [toy.projection()])
 
 
 @pytest.mark.spark
 @pytest.mark.slow
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@SPARK_SETTINGS
 @given(entries=share_group_logs)
 def test_share_group_spark_equals_python(tmp_path, spark_session, entries):
-    from projections.spark_fold import fold_spark
-
-    url = write_log(tmp_path, entries)
-    ps = domain_projections(["share_group"])
-    assert_same(ps, fold_python(url, ps), fold_spark(url, ps, spark=spark_session))
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["share_group"]))
 
 
 @pytest.mark.spark
@@ -352,9 +354,7 @@ rlmm_logs = _rlmm_entries()
 @SETTINGS
 @given(entries=rlmm_logs)
 def test_rlmm_duckdb_equals_python(tmp_path, entries):
-    url = write_log(tmp_path, entries)
-    ps = domain_projections(["rlmm"])
-    assert_same(ps, fold_python(url, ps), fold_duckdb(url, ps))
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["rlmm"]))
 
 
 @pytest.mark.spark
@@ -362,11 +362,7 @@ def test_rlmm_duckdb_equals_python(tmp_path, entries):
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(entries=rlmm_logs)
 def test_rlmm_spark_equals_python(tmp_path, spark_session, entries):
-    from projections.spark_fold import fold_spark
-
-    url = write_log(tmp_path, entries)
-    ps = domain_projections(["rlmm"])
-    assert_same(ps, fold_python(url, ps), fold_spark(url, ps, spark=spark_session))
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["rlmm"]))
 
 
 # ----------------------------------------------------------------------------- controller
@@ -411,9 +407,7 @@ controller_logs = _controller_entries()
 @SETTINGS
 @given(entries=controller_logs)
 def test_controller_duckdb_equals_python(tmp_path, entries):
-    url = write_log(tmp_path, entries)
-    ps = domain_projections(["controller"])
-    assert_same(ps, fold_python(url, ps), fold_duckdb(url, ps))
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["controller"]))
 
 
 @pytest.mark.spark
@@ -421,8 +415,4 @@ def test_controller_duckdb_equals_python(tmp_path, entries):
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(entries=controller_logs)
 def test_controller_spark_equals_python(tmp_path, spark_session, entries):
-    from projections.spark_fold import fold_spark
-
-    url = write_log(tmp_path, entries)
-    ps = domain_projections(["controller"])
-    assert_same(ps, fold_python(url, ps), fold_spark(url, ps, spark=spark_session))
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["controller"]))

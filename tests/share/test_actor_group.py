@@ -381,47 +381,49 @@ def test_state_survives_restart_of_the_actor_system(sqlite_url, frozen):
         s2.shutdown()
 
 
-def test_snapshot_plus_tail_recovery_equals_full_replay(sqlite_url, frozen):
+def _busy_group_in_own_system(sqlite_url):
+    """Run :func:`_busy_group` (snapshots every 4 events) in a system of its own, shut it down,
+    and return the group's final state dump."""
     s1 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
     try:
         a = start(s1, sqlite_url, **{"shoal.share.group.snapshot.every.events": 4})
         _busy_group(s1, a)
-        before = state(s1, a)
+        return state(s1, a)
     finally:
         s1.shutdown()
+
+
+def _recover_in_new_system(sqlite_url):
+    """Start the group's actor in a fresh actor system on the same log; return
+    ``(events replayed at Configure, recovered state dump)``."""
+    system = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        b = system.createActor(ShareGroupActor)
+        conf = system.ask(b, Configure(cfg(sqlite_url), G), TIMEOUT)
+        return conf.events_replayed, state(system, b)
+    finally:
+        system.shutdown()
+
+
+def test_snapshot_plus_tail_recovery_equals_full_replay(sqlite_url, frozen):
+    before = _busy_group_in_own_system(sqlite_url)
     elog = open_event_log(sqlite_url)
     snap = elog.load_snapshot(stream_id_for(G))
     assert snap is not None and 0 < snap.stream_version <= before.stream_version
-    s2 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
-    try:
-        b = s2.createActor(ShareGroupActor)
-        conf = s2.ask(b, Configure(cfg(sqlite_url), G), TIMEOUT)
-        assert conf.events_replayed == before.stream_version - snap.stream_version
-        assert state(s2, b).state == before.state
-    finally:
-        s2.shutdown()
+    replayed, after = _recover_in_new_system(sqlite_url)
+    assert replayed == before.stream_version - snap.stream_version
+    assert after.state == before.state
     # a corrupt snapshot is ignored: full replay gives the same state
     elog.save_snapshot(stream_id_for(G), snap.stream_version, b"not a pickle")
-    s3 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
-    try:
-        c = s3.createActor(ShareGroupActor)
-        conf = s3.ask(c, Configure(cfg(sqlite_url), G), TIMEOUT)
-        assert conf.events_replayed == before.stream_version
-        assert state(s3, c).state == before.state
-    finally:
-        s3.shutdown()
+    replayed, after = _recover_in_new_system(sqlite_url)
+    assert replayed == before.stream_version
+    assert after.state == before.state
 
 
 def test_snapshot_is_versioned_plain_json_and_an_unknown_format_means_full_replay(sqlite_url, frozen):
     """Snapshots are a cache of the fold in a structured, versioned encoding (no pickle): readable
     without Shoal's classes, and ignored (full replay) when their format is unknown."""
-    s1 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
-    try:
-        a = start(s1, sqlite_url, **{"shoal.share.group.snapshot.every.events": 4})
-        _busy_group(s1, a)
-        before = state(s1, a)
-    finally:
-        s1.shutdown()
+    before = _busy_group_in_own_system(sqlite_url)
     elog = open_event_log(sqlite_url)
     snap = elog.load_snapshot(stream_id_for(G))
     assert snap is not None
@@ -440,14 +442,9 @@ def test_snapshot_is_versioned_plain_json_and_an_unknown_format_means_full_repla
         ShareGroupState.loads(pickle.dumps({"format": 1}), G, BrokerShareConfig())
     doc["format"] = SNAPSHOT_FORMAT + 1
     elog.save_snapshot(stream_id_for(G), snap.stream_version, json.dumps(doc).encode())
-    s2 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
-    try:
-        b = s2.createActor(ShareGroupActor)
-        conf = s2.ask(b, Configure(cfg(sqlite_url), G), TIMEOUT)
-        assert conf.events_replayed == before.stream_version  # unknown format: full replay
-        assert state(s2, b).state == before.state
-    finally:
-        s2.shutdown()
+    replayed, after = _recover_in_new_system(sqlite_url)
+    assert replayed == before.stream_version  # unknown format: full replay
+    assert after.state == before.state
 
 
 def test_passivation_after_idle_time_and_rehydration(asys, sqlite_url, frozen):
