@@ -44,9 +44,12 @@ def _run_and_kill(url: str, writers: int, min_reports: int) -> list[str]:
         for p in procs:
             p.send_signal(signal.SIGKILL)
         for p in procs:
-            out, _ = p.communicate(timeout=30)
-            lines.extend(out.splitlines(keepends=True))  # reported before the kill landed
-            assert p.returncode == -signal.SIGKILL
+            # what was reported before the kill landed: read through the same buffered reader as
+            # above (communicate() reads the raw pipe and would skip what that reader buffered,
+            # gluing fragments of two lines together)
+            lines.extend(p.stdout.readlines())
+            p.stderr.read()
+            assert p.wait(30) == -signal.SIGKILL
     return [ln for ln in lines if ln.endswith("\n")]
 
 
