@@ -126,7 +126,8 @@ def bench_raw_sqlite(path: str, batch: int, total: int, synchronous: str = "FULL
     con.execute(f"PRAGMA synchronous={synchronous}")
     sql = ("INSERT INTO events (position, event_id, stream_id, stream_version, event_type, schema_version, "
            "recorded_at_ms, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-    batches = [[(str(uuid.uuid4()), e.data.decode()) for e in _events(batch, i * batch)] for i in range(total // batch)]
+    # the very ids ours stores (new_event's time-ordered uuid7), so both insert the same keys
+    batches = [[(str(e.event_id), e.data.decode()) for e in _events(batch, i * batch)] for i in range(total // batch)]
     t0 = time.perf_counter()
     for i, rows in enumerate(batches):
         stream = f"raw-{i % 50}"

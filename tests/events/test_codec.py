@@ -86,3 +86,15 @@ def test_registration_rules() -> None:
 
     with pytest.raises(ValueError):
         domain_event("test.Bad", schema_version=0)
+
+
+def test_new_event_ids_are_time_ordered_uuid7() -> None:
+    from events.codec import uuid7
+
+    ids = [new_event(Noted(i)).event_id for i in range(5000)]
+    assert all(u.version == 7 and u.variant == uuid.RFC_4122 for u in ids)
+    assert ids == sorted(ids, key=lambda u: u.int) and len(set(ids)) == len(ids)
+    # the leading 48 bits are the Unix time in ms; a clock stepping back keeps ids increasing
+    at = uuid7(lambda: 1_700_000_000_123 * 1_000_000)
+    assert at.int >> 80 >= 1_700_000_000_123
+    assert uuid7(lambda: 1_000 * 1_000_000).int > at.int
