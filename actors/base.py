@@ -15,8 +15,10 @@ does, so commands are decided against durable state only.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import logging
+import os
 from typing import Any, Callable, Sequence
 
 from thespian.actors import (
@@ -31,22 +33,54 @@ from thespian.actors import (
 from actors.messages import AppendEvents, AppendFailed, EventsAppended, Failure
 from store.event_log import AppendRequest, AppendResult, ConcurrencyError, EventLog, open_event_log
 
-__all__ = ["EventSourcedActor", "PersistError", "ShoalActor", "event_log_for"]
+__all__ = ["EventSourcedActor", "PersistError", "ShoalActor", "event_log_for", "freeze_inherited_heap"]
 
 log = logging.getLogger("shoal.actors")
 
+#: URL → the EventLog of this process. Thespian forks actor processes from their parent actor, so a
+#: child finds its parent's entries here: it keeps the engine (cheaper than a new one) but must not
+#: use the parent's pooled connections (SQLite forbids carrying a connection across ``fork``).
 _EVENT_LOGS: dict[str, EventLog] = {}
+#: URL → the process id that owns the pool of ``_EVENT_LOGS[url]``
+_EVENT_LOG_PIDS: dict[str, int] = {}
+_FROZEN_PID: int | None = None
 
 
 def event_log_for(config: dict[str, Any]) -> EventLog:
     """The process-wide :class:`EventLog` for ``config['event.log.url']`` (opened once per process
-    and URL; ``event.log.sqlite.synchronous`` applies). Raises ``KeyError`` without a URL."""
+    and URL; ``event.log.sqlite.synchronous`` applies). Raises ``KeyError`` without a URL.
+
+    An EventLog inherited from the parent process is made fork-safe first
+    (:meth:`store.event_log.EventLog.after_fork`: new pool, parent's connections left open)."""
     url = str(config["event.log.url"])
+    pid = os.getpid()
     elog = _EVENT_LOGS.get(url)
     if elog is None:
         elog = open_event_log(url, synchronous=str(config.get("event.log.sqlite.synchronous", "FULL")))
         _EVENT_LOGS[url] = elog
+    elif _EVENT_LOG_PIDS.get(url, pid) != pid and hasattr(elog, "after_fork"):
+        elog.after_fork()
+    _EVENT_LOG_PIDS[url] = pid
     return elog
+
+
+def freeze_inherited_heap() -> bool:
+    """Move every object this process holds now into the collector's permanent generation
+    (``gc.freeze``), once per process; returns whether it froze now.
+
+    Thespian's multiproc bases fork each actor process from its parent actor, so the child starts
+    with the parent's heap shared copy-on-write. A full collection in the child would write to
+    every inherited object's GC header and so copy every inherited heap page (measured: a share
+    group actor grew from ~8 MB to ~32 MB private memory after its first full collection). Frozen
+    objects are never scanned; the actor's own new objects are collected as usual. The cost is
+    that inherited garbage is never freed, which is the parent's, already counted there."""
+    global _FROZEN_PID
+    pid = os.getpid()
+    if _FROZEN_PID == pid:
+        return False
+    _FROZEN_PID = pid
+    gc.freeze()
+    return True
 
 
 class PersistError(RuntimeError):
@@ -62,7 +96,14 @@ class ShoalActor(ActorTypeDispatcher):
 
     Subclasses define ``receiveMsg_<Type>(self, msg, sender)`` handlers and may override
     :meth:`on_child_exited` and :meth:`on_exit`.
+
+    Constructing the first actor of a process freezes the heap it inherited
+    (:func:`freeze_inherited_heap`).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        freeze_inherited_heap()
+        super().__init__(*args, **kwargs)
 
     def receiveMsg_ActorExitRequest(self, msg: ActorExitRequest, sender: Any) -> None:
         log.debug("%s: exit requested", type(self).__name__)

@@ -176,7 +176,7 @@ class EventLog:
         self.dialect = engine.dialect.name
         # The hot path speaks the driver's SQL directly (still through SQLAlchemy's connection):
         # compiling Core constructs per append costs more than the insert itself.
-        mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
+        mark = self._mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         cols = ("position", "event_id", "stream_id", "stream_version", "event_type", "schema_version", "recorded_at_ms", "data")
         self._sql_insert = f"INSERT INTO events ({', '.join(cols)}) VALUES ({', '.join([mark] * len(cols))})"
         self._sql_max_position = "SELECT max(position) FROM events"
@@ -376,15 +376,28 @@ class EventLog:
             raise ValueError("limit must be >= 0")
         if limit == 0 or (to_version is not None and from_version > to_version):
             return []
-        t = events_table.c
-        q = sa.select(events_table).where(t.stream_id == stream_id, t.stream_version >= from_version)
+        # Driver SQL on the DBAPI cursor: recovery reads run in every actor process, and
+        # compiling a Core select there costs megabytes of copy-on-write pages per process.
+        m = self._mark
+        sql = f"SELECT {_EVENT_COLUMNS} FROM events WHERE stream_id = {m} AND stream_version >= {m}"
+        params: list[Any] = [stream_id, from_version]
         if to_version is not None:
-            q = q.where(t.stream_version <= to_version)
-        q = q.order_by(t.stream_version)
+            sql += f" AND stream_version <= {m}"
+            params.append(to_version)
+        sql += " ORDER BY stream_version"
         if limit is not None:
-            q = q.limit(limit)
+            sql += f" LIMIT {int(limit)}"
+        return [_recorded_tuple(r) for r in self._fetch_driver(sql, params)]
+
+    def _fetch_driver(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+        """All rows of one driver-SQL query on a pooled DBAPI connection (read-only)."""
         with self.engine.connect() as conn:
-            return [_recorded(r) for r in conn.execute(q)]
+            cur = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+            try:
+                cur.execute(sql, tuple(params))
+                return cur.fetchall()
+            finally:
+                cur.close()
 
     def read_all(self, from_position: int = 0, limit: int | None = None) -> list[RecordedEvent]:
         """Events with ``position > from_position`` (exclusive, like a checkpoint), in commit
@@ -485,14 +498,17 @@ class EventLog:
     def load_snapshot(self, stream_id: str, max_version: int | None = None) -> Snapshot | None:
         """The most recent snapshot of ``stream_id`` (at or below ``max_version`` if given), or
         ``None``."""
-        t = snapshots_table.c
-        q = sa.select(snapshots_table).where(t.stream_id == stream_id)
+        m = self._mark
+        sql = f"SELECT stream_id, stream_version, position, saved_at_ms, state FROM snapshots WHERE stream_id = {m}"
+        params: list[Any] = [stream_id]
         if max_version is not None:
-            q = q.where(t.stream_version <= max_version)
-        q = q.order_by(t.stream_version.desc()).limit(1)
-        with self.engine.connect() as conn:
-            row = conn.execute(q).first()
-        return None if row is None else Snapshot(row.stream_id, row.stream_version, row.position, row.saved_at_ms, bytes(row.state))
+            sql += f" AND stream_version <= {m}"
+            params.append(max_version)
+        rows = self._fetch_driver(sql + " ORDER BY stream_version DESC LIMIT 1", params)
+        if not rows:
+            return None
+        sid, version, position, saved_at_ms, state = rows[0]
+        return Snapshot(sid, version, position, saved_at_ms, bytes(state))
 
     def delete_snapshots(self, stream_id: str, below_version: int | None = None) -> int:
         """Delete ``stream_id``'s snapshots (only those below ``below_version`` if given); returns
@@ -507,6 +523,38 @@ class EventLog:
     def close(self) -> None:
         """Release the engine's connections."""
         self.engine.dispose()
+
+    def release_idle_connections(self) -> None:
+        """Close the pooled connections nobody is using (each SQLite connection keeps its page
+        cache: ~1 MB in every actor process that only reads the log at recovery); the next read or
+        append opens a new one."""
+        self.engine.dispose()
+
+    def after_fork(self) -> None:
+        """Make an EventLog inherited through ``fork`` usable in the child: its pool is replaced
+        without closing the parent's connections (SQLAlchemy's ``dispose(close=False)``; SQLite
+        forbids using a connection across ``fork``) and its write mutex is new. The engine and
+        its dialect are kept, which costs the child far less memory than a new engine."""
+        self.engine.dispose(close=False)
+        self._write_mutex = threading.Lock()
+
+
+_EVENT_COLUMNS = "event_id, stream_id, stream_version, position, event_type, schema_version, recorded_at_ms, data"
+
+
+def _recorded_tuple(row: tuple[Any, ...]) -> RecordedEvent:
+    """A :class:`RecordedEvent` from a driver row in ``_EVENT_COLUMNS`` order."""
+    event_id, stream_id, stream_version, position, event_type, schema_version, recorded_at_ms, data = row
+    return RecordedEvent(
+        event_id=uuid.UUID(str(event_id)),
+        stream_id=stream_id,
+        stream_version=stream_version,
+        position=position,
+        event_type=event_type,
+        schema_version=schema_version,
+        recorded_at_ms=recorded_at_ms,
+        data=data.encode() if isinstance(data, str) else bytes(data),
+    )
 
 
 def _recorded(row: Any) -> RecordedEvent:

@@ -195,8 +195,13 @@ class Backend(Protocol):
         """ListOffsets for one partition: ``(error, offset, timestamp)``; ``timestamp`` -1 latest,
         -2 earliest, -3 max-timestamp, -4 earliest-local, -5 latest-tiered, else by time."""
 
-    def wait_for_data(self, timeout_ms: int) -> None:
-        """Block up to ``timeout_ms`` or until any partition gets new records (long poll)."""
+    def data_version(self) -> int:
+        """A counter that grows with every append to any partition (see :meth:`wait_for_data`)."""
+        return 0
+
+    def wait_for_data(self, timeout_ms: int, since: int | None = None) -> None:
+        """Block up to ``timeout_ms`` or until any partition gets new records after
+        :meth:`data_version` returned ``since`` (``None``: after this call) — the long poll."""
 
     # -- share groups (one message to the group's ShareGroupActor each) ----------------------
     def share_heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> "HeartbeatResult":

@@ -125,9 +125,13 @@ class ShoalBackend:
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return self.logs.list_offset(topic, partition, timestamp)
 
-    def wait_for_data(self, timeout_ms: int) -> None:
-        """Block until an append or ``timeout_ms``."""
-        self.logs.wait(timeout_ms)
+    def data_version(self) -> int:
+        """The log registry's append counter."""
+        return self.logs.data_version()
+
+    def wait_for_data(self, timeout_ms: int, since: int | None = None) -> None:
+        """Block until an append (after ``since``, see :meth:`wire.logs.LogRegistry.wait`) or ``timeout_ms``."""
+        self.logs.wait(timeout_ms, since)
 
     # -- share groups -------------------------------------------------------------------------
     def share_heartbeat(self, group, member_id, epoch, rack, subscribed, client_id, client_host) -> HeartbeatResult:
@@ -411,6 +415,10 @@ class Daemon:
                 counts["actor_asks"] = self.gateway.asks
                 counts["actor_ask_ms_mean"] = round(1000 * self.gateway.ask_seconds / max(1, self.gateway.asks), 3)
             counts["requests"] = {API_NAMES.get(k, str(k)): v for k, v in sorted(self.dispatcher.stats.items())}
+            counts["request_ms_mean"] = {
+                API_NAMES.get(k, str(k)): round(1000 * self.dispatcher.seconds.get(k, 0.0) / v, 3)
+                for k, v in sorted(self.dispatcher.stats.items())
+            }
         self._status_ready = True
         info = {
             "counts": counts,

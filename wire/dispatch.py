@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from typing import Any, Callable
 
 from wire import admin, records, share
@@ -70,13 +71,15 @@ class KafkaDispatcher(Dispatcher):
     """Routes decoded requests to the handler modules with a :class:`Backend`.
 
     ``auto_create_topics``: Kafka's ``auto.create.topics.enable`` (Metadata may create topics).
-    ``stats`` counts requests per api key (read by ``status``)."""
+    ``stats`` counts requests per api key and ``seconds`` sums their handling time (s, long polls
+    included) per api key (both read by ``status``)."""
 
     def __init__(self, backend: Backend, auto_create_topics: bool = True, supported: dict[int, tuple[int, int]] | None = None) -> None:
         self.backend = backend
         self.auto_create_topics = auto_create_topics
         self.supported = dict(SUPPORTED if supported is None else supported)
         self.stats: dict[int, int] = {}
+        self.seconds: dict[int, float] = {}
         self._handlers: dict[int, Callable[[DecodedRequest, Connection], Any]] = {
             0: lambda r, c: records.produce(r, backend),
             1: lambda r, c: records.fetch(r, backend),
@@ -98,8 +101,13 @@ class KafkaDispatcher(Dispatcher):
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:
         """Run the handler for ``request``; returns a kio response or ``None`` (no response)."""
-        self.stats[request.api_key] = self.stats.get(request.api_key, 0) + 1
-        return self._handlers[request.api_key](request, conn)
+        key = request.api_key
+        self.stats[key] = self.stats.get(key, 0) + 1
+        t0 = time.perf_counter()
+        try:
+            return self._handlers[key](request, conn)
+        finally:
+            self.seconds[key] = self.seconds.get(key, 0.0) + time.perf_counter() - t0
 
     def unsupported(self, exc: UnsupportedRequest) -> bytes | None:
         """ApiVersions of an unknown version → v0 UNSUPPORTED_VERSION with the table (the client

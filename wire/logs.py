@@ -174,10 +174,17 @@ class LogRegistry:
             return None, -1, -1
         return None, found.offset, found.timestamp
 
-    def wait(self, timeout_ms: int) -> None:
-        """Block until any append happens or ``timeout_ms`` passes."""
+    def data_version(self) -> int:
+        """A counter bumped by every append (for :meth:`wait`'s ``since``)."""
+        return self._version
+
+    def wait(self, timeout_ms: int, since: int | None = None) -> None:
+        """Block until an append happens after :meth:`data_version` returned ``since`` (``None``:
+        after this call) or ``timeout_ms`` passes. Take ``since`` *before* checking the high
+        watermarks, or an append between the check and the wait is missed and the long poll
+        sleeps its whole ``timeout_ms`` with data waiting."""
         with self._data:
-            v = self._version
+            v = self._version if since is None else since
             self._data.wait_for(lambda: self._version != v, timeout=max(0, timeout_ms) / 1000)
 
     def end_offsets(self) -> dict[tuple[str, int], int]:

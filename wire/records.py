@@ -77,6 +77,7 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
     cls = response_class(1, req.api_version)
     deadline = time.monotonic() + body.max_wait.total_seconds()
     while True:
+        seen = backend.data_version()  # before reading: an append after this ends the wait
         budget = int(body.max_bytes)
         total = 0
         topics = []
@@ -107,7 +108,7 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
         remaining = deadline - time.monotonic()
         if total >= int(body.min_bytes) or remaining <= 0:
             break
-        backend.wait_for_data(int(remaining * 1000))
+        backend.wait_for_data(int(remaining * 1000), seen)
         if time.monotonic() >= deadline:
             continue  # one last read after the wait
     return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=i32(0), responses=tuple(topics))

@@ -207,6 +207,7 @@ class ShareClient:
             return
         deadline = time.monotonic() + max_wait_ms / 1000
         while True:
+            seen = self.logs.data_version()  # before the check: an append after it ends the wait
             idle = True
             for tid, p in parts:
                 name = names.get(tid)
@@ -219,7 +220,7 @@ class ShareClient:
             remaining = deadline - time.monotonic()
             if not idle or remaining <= 0:
                 return
-            self.logs.wait(int(remaining * 1000))
+            self.logs.wait(int(remaining * 1000), seen)
 
     def _bytes_for(self, read: tuple[list[tuple[int, int]], bytes] | None, name: str | None, partition: int, acquired: tuple[AcquiredRange, ...]) -> bytes:
         """The bytes of the read batches that overlap ``acquired`` (read again from the log when the

@@ -297,6 +297,10 @@ class ShareGroupActor(EventSourcedActor):
         self._version = version
         self._snap_version = snap.stream_version if snap is not None else 0
         self._counts["replayed"] += replayed
+        # Appends go through the journal: this process reads the log again only at its next
+        # recovery, so its idle connection (and page cache) is not kept.
+        if self._journal is not None:
+            self.event_log.release_idle_connections()
         for mid in state.membership.members:
             touch(state.membership, mid, now_ms, self._broker)
         return replayed

@@ -34,6 +34,7 @@ class FakeBackend:
         self._topics: dict[str, TopicInfo] = {}
         self._logs: dict[tuple[str, int], list[tuple[int, int, bytes]]] = {}
         self._cond = threading.Condition()
+        self._appends = 0
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
         self.acks: list = []
         self._cursor: dict[tuple[str, uuid.UUID, int], int] = {}
@@ -95,6 +96,7 @@ class FakeBackend:
                 return ProduceResult("CORRUPT_MESSAGE", message=str(exc))
             for h in headers:
                 log.append((h.base_offset, h.base_offset + h.last_offset_delta, bytes(data[h.position : h.position + h.size_in_bytes])))
+            self._appends += 1
             self._cond.notify_all()
         return ProduceResult(None, nxt, -1, 0)
 
@@ -122,9 +124,13 @@ class FakeBackend:
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return None, (0 if timestamp == -2 else self._end(log)), -1
 
-    def wait_for_data(self, timeout_ms):
+    def data_version(self):
+        return self._appends
+
+    def wait_for_data(self, timeout_ms, since=None):
         with self._cond:
-            self._cond.wait(timeout_ms / 1000)
+            v = self._appends if since is None else since
+            self._cond.wait_for(lambda: self._appends != v, timeout_ms / 1000)
 
     # share (naive)
     def share_heartbeat(self, group, member_id, epoch, rack, subscribed, client_id, client_host):

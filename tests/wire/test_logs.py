@@ -77,3 +77,17 @@ def test_drop_topic_deletes_logs_not_opened_since_start(tmp_path):
     assert not (tmp_path / "logs" / "gone-0").exists()
     assert b.read("gone-1", 0, 0, 100).high_watermark == 1
     b.close()
+
+
+def test_long_poll_wait_sees_an_append_made_before_it_started(reg):
+    """The long poll's race: the listener checks the high watermark, a producer appends, then the
+    listener waits. With the version taken before the check the wait returns at once; without it,
+    it would sleep its whole timeout with the record waiting (one record, then silence)."""
+    seen = reg.data_version()
+    reg.append("t", 0, build_batch([(None, b"late")]))
+    t0 = time.monotonic()
+    reg.wait(2000, since=seen)
+    assert time.monotonic() - t0 < 1.0
+    t0 = time.monotonic()
+    reg.wait(200)  # no append after the call: the whole timeout
+    assert time.monotonic() - t0 >= 0.19
