@@ -178,29 +178,72 @@ def create_topics(req: DecodedRequest, backend: Backend) -> Any:
 
 
 def delete_topics(req: DecodedRequest, backend: Backend) -> Any:
-    """DeleteTopics by name (v0-5 ``topic_names``, v6 ``topics`` with name or id)."""
+    """DeleteTopics by name (v0-5 ``topic_names``, v6 ``topics`` with a name or an id), with the
+    request checks of Kafka's ``ControllerApis.deleteTopics``: a name or id given twice is answered
+    once with INVALID_REQUEST ("Duplicate topic name." / "Duplicate topic id.") and not deleted; an
+    entry with both a name and an id, or neither, is INVALID_REQUEST; a name that maps to an id also
+    given is INVALID_REQUEST and that topic is not deleted; an unknown id is UNKNOWN_TOPIC_ID, an
+    unknown name UNKNOWN_TOPIC_OR_PARTITION. One result per outcome, not per request entry."""
     cls = response_class(20, req.api_version)
     body = req.body
+    out: list[Any] = []
+
+    def result(name: str | None, topic_id: Any, error: str | None, message: str | None = None) -> None:
+        out.append(nested(cls, "DeletableTopicResult", name=name, topic_id=topic_id or _ZERO_UUID, error_code=error_code(error), error_message=message))
+
+    names: dict[str, None] = {}  # insertion-ordered sets
+    dup_names: dict[str, None] = {}
+    ids: dict[Any, None] = {}
+    dup_ids: dict[Any, None] = {}
+
+    def add_name(name: str) -> None:
+        if name in dup_names or name in names:
+            dup_names[name] = None
+            names.pop(name, None)
+        else:
+            names[name] = None
+
     if req.api_version >= 6:
-        names: list[str] = []
-        by_id = {t.topic_id: t for t in backend.topics()}
-        unknown_ids = []
         for t in body.topics:
-            if t.name:
-                names.append(t.name)
-            elif t.topic_id in by_id:
-                names.append(by_id[t.topic_id].name)
+            no_id = t.topic_id is None or t.topic_id == _ZERO_UUID
+            if t.name is None:
+                if no_id:
+                    result(None, None, "INVALID_REQUEST", "Neither topic name nor id were specified.")
+                elif t.topic_id in dup_ids or t.topic_id in ids:
+                    dup_ids[t.topic_id] = None
+                    ids.pop(t.topic_id, None)
+                else:
+                    ids[t.topic_id] = None
+            elif no_id:
+                add_name(t.name)
             else:
-                unknown_ids.append(t.topic_id)
+                result(t.name, t.topic_id, "INVALID_REQUEST", "You may not specify both topic name and topic id.")
     else:
-        names = list(body.topic_names)
-        unknown_ids = []
-    results = backend.delete_topics(names) if names else {}
-    out = [
-        nested(cls, "DeletableTopicResult", name=n, topic_id=(results[n][1] or _ZERO_UUID), error_code=error_code(results[n][0]), error_message=None)
-        for n in names
-    ]
-    out += [nested(cls, "DeletableTopicResult", name=None, topic_id=tid, error_code=ErrorCode.unknown_topic_id, error_message=None) for tid in unknown_ids]
+        for n in body.topic_names:
+            add_name(n)
+    for n in dup_names:
+        result(n, None, "INVALID_REQUEST", "Duplicate topic name.")
+    for tid in dup_ids:
+        result(None, tid, "INVALID_REQUEST", "Duplicate topic id.")
+    by_id = {t.topic_id: t.name for t in backend.topics()}
+    to_delete: dict[str, None] = {}
+    for tid in ids:
+        if tid in by_id:
+            to_delete[by_id[tid]] = None
+        else:
+            result(None, tid, "UNKNOWN_TOPIC_ID")
+    id_names = set(to_delete)
+    for n in names:
+        if n in id_names:
+            to_delete.pop(n, None)
+            topic_id = next((i for i, nm in by_id.items() if nm == n), None)
+            result(n, topic_id, "INVALID_REQUEST", "The provided topic name maps to an ID that was already supplied.")
+        else:
+            to_delete[n] = None
+    results = backend.delete_topics(list(to_delete)) if to_delete else {}
+    for n in to_delete:
+        err, topic_id = results[n]
+        result(n, topic_id, err)
     return build(cls, throttle_time=NO_THROTTLE, responses=tuple(out))
 
 

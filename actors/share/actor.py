@@ -341,13 +341,16 @@ class ShareGroupActor(EventSourcedActor):
         self._snap_version = self._version
 
     def receiveMsg_StatusRequest(self, msg: StatusRequest, sender: Any) -> None:
-        """Answer ``StatusReply``: readiness and counters (events, appends, requests, members, partitions, sessions, wakeups)."""
+        """Answer ``StatusReply``: readiness and counters (events, appends, requests, members,
+        partitions, sessions, wakeups, and ``in_flight_records``: records ACQUIRED now, over every
+        share-partition — Kafka's ``SharePartition`` in-flight count)."""
         st = self._state
         counts = dict(self._counts)
         counts.update(
             stream_version=self._version,
             members=len(st.membership.members) if st else 0,
             partitions=len(st.partitions) if st else 0,
+            in_flight_records=sum(sp.in_flight_count() for sp in st.partitions.values()) if st else 0,
             sessions=len(self._sessions.sessions),
             pid=os.getpid(),
         )

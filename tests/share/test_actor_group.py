@@ -146,6 +146,7 @@ def test_fetch_acquire_acknowledge_cycle_and_events_before_reply(asys, sqlite_ur
     assert r.partitions[0].acquired == ((200, 299, 1),)
     events = elog.read_stream(stream_id_for(G), version_before + 1)
     assert [e.event_type for e in events] == ["share.ShareFetchProcessed"]  # one event per cycle
+    assert asys.ask(a, StatusRequest(), TIMEOUT).counts["in_flight_records"] == 100  # 200..299 acquired
     assert record(asys, a, 150) is None  # acknowledged prefix pruned: start offset moved to 200
     assert asys.ask(a, m.DescribeShareGroupOffsets(G), TIMEOUT).partitions[0].start_offset == 200
 

@@ -120,3 +120,48 @@ def test_real_clients_create_produce_and_fetch(listener):
             got.add(m.value())
     c.close()
     assert got == {b"m%d" % i for i in range(100)}
+
+
+def test_delete_topics_answers_duplicates_and_bad_entries_as_kafka_does(listener):
+    """Kafka ``ControllerApis.deleteTopics``: a name or id given twice is answered once with
+    INVALID_REQUEST and not deleted; name+id, neither, a name mapping to a given id are refused."""
+    import datetime
+    import uuid
+
+    from kio.schema.delete_topics.v6.request import DeleteTopicsRequest, DeleteTopicState
+
+    from wire.backend import TopicSpec
+
+    lst, be = listener
+    be.create_topics([TopicSpec(n, 1, 1, {}) for n in ("a", "b", "c", "d")], False)
+    ids = {t.name: t.topic_id for t in be.topics()}
+    zero = uuid.UUID(int=0)
+    req = DeleteTopicsRequest(
+        topics=(
+            DeleteTopicState(name="a", topic_id=zero),
+            DeleteTopicState(name="a", topic_id=zero),
+            DeleteTopicState(name="a", topic_id=zero),
+            DeleteTopicState(name=None, topic_id=ids["b"]),
+            DeleteTopicState(name="b", topic_id=zero),  # maps to an id already given
+            DeleteTopicState(name="c", topic_id=ids["c"]),  # both
+            DeleteTopicState(name=None, topic_id=zero),  # neither
+            DeleteTopicState(name="d", topic_id=zero),
+            DeleteTopicState(name="nope", topic_id=zero),
+            DeleteTopicState(name=None, topic_id=uuid.UUID(int=7)),
+        ),
+        timeout=datetime.timedelta(seconds=1),
+    )
+    with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
+        s.sendall(encode_request(request_header(20, 6, 9), req))
+        _, resp = decode_response(_read_frame(s), 20, 6)
+    got = sorted((r.name or "", str(r.topic_id or zero), int(r.error_code), r.error_message or "") for r in resp.responses)
+    assert got == sorted([
+        ("a", str(zero), 42, "Duplicate topic name."),
+        ("b", str(ids["b"]), 42, "The provided topic name maps to an ID that was already supplied."),
+        ("c", str(ids["c"]), 42, "You may not specify both topic name and topic id."),
+        ("", str(zero), 42, "Neither topic name nor id were specified."),
+        ("d", str(ids["d"]), 0, ""),
+        ("nope", str(zero), 3, ""),
+        ("", str(uuid.UUID(int=7)), 100, ""),
+    ])
+    assert {t.name for t in be.topics()} == {"a", "b", "c"}  # only d was deleted
