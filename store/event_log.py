@@ -179,6 +179,7 @@ class EventLog:
         mark = self._mark = "?" if engine.dialect.paramstyle == "qmark" else "%s"
         cols = ("position", "event_id", "stream_id", "stream_version", "event_type", "schema_version", "recorded_at_ms", "data")
         self._sql_insert = f"INSERT INTO events ({', '.join(cols)}) VALUES ({', '.join([mark] * len(cols))})"
+        self._sql_copy = f"COPY events ({', '.join(cols)}) FROM STDIN"
         self._sql_max_position = "SELECT max(position) FROM events"
         self._sql_stream_version = f"SELECT max(stream_version) FROM events WHERE stream_id = {mark}"
         # the common single-stream append reads both in one round trip
@@ -304,7 +305,14 @@ class EventLog:
                 AppendResult(req.stream_id, current + 1, current + len(req.events), positions[0], positions[-1], positions)
             )
         if rows:
-            cur.executemany(self._sql_insert, rows)
+            if self.dialect == "postgresql":
+                # COPY streams the rows in one statement: 1.4x executemany's pipelined INSERTs
+                # for 100-event appends (bench/event_log.py)
+                with cur.copy(self._sql_copy) as copy:
+                    for row in rows:
+                        copy.write_row(row)
+            else:
+                cur.executemany(self._sql_insert, rows)
         return results
 
     def _check_request(
