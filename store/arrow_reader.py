@@ -7,9 +7,12 @@ log is turned into the ADBC driver's URI: ``sqlite:///path`` → the SQLite file
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import pyarrow as pa
 
-__all__ = ["adbc_connect", "query_arrow", "read_events_arrow", "EVENTS_SCHEMA"]
+__all__ = ["adbc_connect", "query_arrow", "read_events_arrow", "read_events_table", "EVENTS_SCHEMA"]
 
 #: The Arrow schema of the envelope columns, as every reader returns them.
 EVENTS_SCHEMA = pa.schema(
@@ -57,10 +60,47 @@ def read_events_arrow(
     The whole result is read before the connection closes (ADBC readers are bound to their
     cursor), so the returned reader owns its memory; ``batch_rows`` sizes the batches.
     """
-    upper = until_position if until_position is not None else (1 << 62)
-    query = f"SELECT {_COLUMNS} FROM events WHERE position > {int(from_position)} AND position <= {int(upper)} ORDER BY position"
-    table = query_arrow(url, query, EVENTS_SCHEMA)
+    table = read_events_table(url, from_position, until_position)
     return pa.RecordBatchReader.from_batches(EVENTS_SCHEMA, table.to_batches(max_chunksize=batch_rows))
+
+
+#: position ranges at least this long are read as parallel slices
+PARALLEL_MIN_POSITIONS = 200_000
+
+
+def read_events_table(
+    url: str, from_position: int = 0, until_position: int | None = None, slices: int | None = None
+) -> pa.Table:
+    """Events with ``from_position < position ≤ until_position`` (``None``: up to the last
+    position) in position order, as one ``pyarrow.Table`` with :data:`EVENTS_SCHEMA`.
+
+    A long range is cut into ``slices`` contiguous position ranges (default: one per CPU, at
+    most 8) read by as many ADBC connections on threads — the drivers read with the GIL released,
+    so the slices decode on separate cores — and concatenated in order. Positions may have holes;
+    each slice is a ``WHERE position`` range, so none is lost or read twice."""
+    upper = until_position
+    if upper is None:
+        last = query_arrow(url, "SELECT max(position) AS p FROM events", pa.schema([("p", pa.int64())]))
+        upper = last.column(0)[0].as_py() if last.num_rows else None
+        if upper is None:
+            return EVENTS_SCHEMA.empty_table()
+    lo, hi = int(from_position), int(upper)
+    n = slices if slices is not None else min(8, os.cpu_count() or 1)
+    if n <= 1 or hi - lo < PARALLEL_MIN_POSITIONS:
+        bounds = [(lo, hi)]
+    else:
+        step = -(-(hi - lo) // n)
+        bounds = [(a, min(hi, a + step)) for a in range(lo, hi, step)]
+
+    def read(bound: tuple[int, int]) -> pa.Table:
+        a, b = bound
+        query = f"SELECT {_COLUMNS} FROM events WHERE position > {a} AND position <= {b} ORDER BY position"
+        return query_arrow(url, query, EVENTS_SCHEMA)
+
+    if len(bounds) == 1:
+        return read(bounds[0])
+    with ThreadPoolExecutor(max_workers=len(bounds), thread_name_prefix="arrow-read") as pool:
+        return pa.concat_tables(list(pool.map(read, bounds)))
 
 
 def query_arrow(url: str, query: str, schema: pa.Schema) -> pa.Table:
