@@ -12,22 +12,40 @@ Conventions:
   (reference ``controller.md`` §5.1, point 1).
 * Events carry whole batches (all hold deltas of one command, all upper advances of one report),
   never one event per record or per offset.
-* Policies are plain dicts (``{"kind": "lag_writes", "lag": 10, "max_granularity": 1}``) decoded by
-  :func:`actors.controller.frontiers.policy_from_dict`, so the DuckDB/Spark folds can read them.
+* Every field is typed so that the DuckDB/Spark folds (``projections/domains/controller.py``) can
+  flatten it: configs are lists of :class:`ConfigValue` (not dicts), hold deltas are
+  :class:`HoldChange` objects (not positional arrays), and a read policy is its canonical JSON
+  text (:func:`policy_text`: ``{"kind": "lag_writes", "lag": 10, "max_granularity": 1}`` with
+  sorted keys), decoded by :func:`actors.controller.frontiers.policy_from_json`. The text is what
+  the ``controller_frontiers`` snapshot shows, so the SQL folds copy it as is.
+
+Schema history (upcasters at the end of the module turn version 1 into version 2, so old logs
+decode, and the SQL engines, which upcast stale rows with the codec, read one shape):
+
+* v1 → v2 of ``TopicCreated``, ``TopicConfigsAltered``, ``BrokerConfigsAltered``: configs were a
+  JSON object ``{name: value}``; now a list of ``{"name", "value"}`` sorted by name.
+* v1 → v2 of ``CollectionsCreated`` and ``ReadPoliciesSet``: ``policy`` was a JSON object; now its
+  canonical text. ``CollectionSpec.transitive_dependencies`` is new (v1 logs get the direct
+  dependencies, exact for every log Shoal wrote: it never created collections depending on
+  collections that had dependencies themselves).
+* v1 → v2 of ``ReadHoldsChanged``: a change was ``[collection_id, offset, delta]``; now an object.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, Iterable, Mapping
 
 from events.base import DomainEvent, domain_event
+from events.codec import register_upcaster
 
 __all__ = [
     "BrokerConfigsAltered",
     "CollectionSpec",
     "CollectionsCreated",
     "CollectionsDropRequested",
+    "ConfigValue",
     "FrontierUpdate",
     "HoldChange",
     "ImpliedCapability",
@@ -42,6 +60,9 @@ __all__ = [
     "TopicDeleted",
     "WriteFrontiersAdvanced",
     "STREAM_ID",
+    "config_map",
+    "config_values",
+    "policy_text",
 ]
 
 #: The controller's event stream.
@@ -49,6 +70,42 @@ STREAM_ID = "controller"
 
 
 # --- cluster metadata ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """One config override: ``name`` and its ``value`` as text (Kafka's ``ConfigRecord`` without
+    the resource, which the enclosing event names)."""
+
+    name: str
+    value: str
+
+
+def config_values(configs: Mapping[str, str] | Iterable[ConfigValue | tuple[str, str]]) -> tuple[ConfigValue, ...]:
+    """``configs`` (a mapping name → value, or :class:`ConfigValue` items or ``(name, value)``
+    pairs) as the tuple events carry: one entry per name, sorted by name (a later item of the same
+    name wins)."""
+    if isinstance(configs, Mapping):
+        items = {str(k): str(v) for k, v in configs.items()}
+    else:
+        items = {}
+        for c in configs:
+            name, value = (c.name, c.value) if isinstance(c, ConfigValue) else c
+            items[str(name)] = str(value)
+    return tuple(ConfigValue(k, items[k]) for k in sorted(items))
+
+
+def config_map(configs: Iterable[ConfigValue]) -> dict[str, str]:
+    """The configs of an event as a dict name → value (inverse of :func:`config_values`)."""
+    return {c.name: c.value for c in configs}
+
+
+def _normalise_configs(event: Any, field: str) -> None:
+    value = getattr(event, field)
+    if isinstance(value, Mapping) or (value and not isinstance(value[0], ConfigValue)):
+        object.__setattr__(event, field, config_values(value))
+    elif not isinstance(value, tuple):
+        object.__setattr__(event, field, tuple(value))
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +122,22 @@ class PartitionSpec:
     partition_epoch: int = 0
 
 
-@domain_event("controller.TopicCreated")
+@domain_event("controller.TopicCreated", schema_version=2)
 @dataclass(frozen=True, slots=True)
 class TopicCreated(DomainEvent):
     """A topic was created (Kafka's ``TopicRecord`` + ``PartitionRecord``s + ``ConfigRecord``s).
 
     ``topic_id`` is the UUID in canonical hex form (never reused); ``configs`` holds only the
-    explicitly set topic overrides (source DYNAMIC_TOPIC_CONFIG)."""
+    explicitly set topic overrides (source DYNAMIC_TOPIC_CONFIG), sorted by name (a mapping given
+    to the constructor is converted with :func:`config_values`)."""
 
     topic_id: str
     name: str
     partitions: tuple[PartitionSpec, ...]
-    configs: dict[str, str]
+    configs: tuple[ConfigValue, ...]
+
+    def __post_init__(self) -> None:
+        _normalise_configs(self, "configs")
 
 
 @domain_event("controller.TopicDeleted")
@@ -89,27 +150,35 @@ class TopicDeleted(DomainEvent):
     name: str
 
 
-@domain_event("controller.TopicConfigsAltered")
+@domain_event("controller.TopicConfigsAltered", schema_version=2)
 @dataclass(frozen=True, slots=True)
 class TopicConfigsAltered(DomainEvent):
-    """Topic overrides changed: ``set`` key → new value, ``deleted`` keys reverted to their
-    default (Kafka's ``ConfigRecord`` with a null value)."""
+    """Topic overrides changed: ``set`` the new values (sorted by name; a mapping given to the
+    constructor is converted), ``deleted`` names reverted to their default (Kafka's
+    ``ConfigRecord`` with a null value). A name is never in both."""
 
     topic_id: str
     name: str
-    set: dict[str, str]
+    set: tuple[ConfigValue, ...]
     deleted: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        _normalise_configs(self, "set")
 
-@domain_event("controller.BrokerConfigsAltered")
+
+@domain_event("controller.BrokerConfigsAltered", schema_version=2)
 @dataclass(frozen=True, slots=True)
 class BrokerConfigsAltered(DomainEvent):
     """Dynamic broker configs changed. ``broker`` is the resource name: ``""`` for the cluster-wide
-    default (DYNAMIC_DEFAULT_BROKER_CONFIG) or a broker id (DYNAMIC_BROKER_CONFIG)."""
+    default (DYNAMIC_DEFAULT_BROKER_CONFIG) or a broker id (DYNAMIC_BROKER_CONFIG). ``set`` as in
+    :class:`TopicConfigsAltered`."""
 
     broker: str
-    set: dict[str, str]
+    set: tuple[ConfigValue, ...]
     deleted: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        _normalise_configs(self, "set")
 
 
 @domain_event("controller.PartitionChanged")
@@ -146,19 +215,35 @@ class SegmentInfo:
     max_timestamp_ms: int
 
 
+def policy_text(policy: Mapping[str, Any]) -> str:
+    """The canonical JSON text of a read policy's dict form (``ReadPolicy.to_dict()``): keys
+    sorted, Python's default separators. Events carry this text and the ``controller_frontiers``
+    snapshot shows it."""
+    return json.dumps(dict(policy), sort_keys=True)
+
+
 @dataclass(frozen=True, slots=True)
 class CollectionSpec:
     """A new collection: ``since``/``upper`` frontiers (offsets; ``None`` = ``{}``), its read
-    ``policy`` (dict form) and the ids it depends on (each holds its dependency's since)."""
+    ``policy`` (canonical JSON text, :func:`policy_text`; a dict given to the constructor is
+    converted), the ids it depends on (each holds its dependency's since, in this order) and
+    ``transitive_dependencies``: every collection whose since it holds directly or through its
+    dependencies' dependencies (sorted, distinct; recorded by the decider so that a fold can
+    compute sinces without recursion)."""
 
     collection_id: str
     since: int | None
     upper: int | None
-    policy: dict[str, Any]
+    policy: str
     dependencies: tuple[str, ...] = ()
+    transitive_dependencies: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.policy, Mapping):
+            object.__setattr__(self, "policy", policy_text(self.policy))
 
 
-@domain_event("controller.CollectionsCreated")
+@domain_event("controller.CollectionsCreated", schema_version=2)
 @dataclass(frozen=True, slots=True)
 class CollectionsCreated(DomainEvent):
     """Collections were registered (Materialize ``create_collections``). Each starts with read
@@ -197,15 +282,20 @@ class ImpliedCapability:
 
 @dataclass(frozen=True, slots=True)
 class PolicyChange:
-    """A collection's new read policy (dict form) and the implied capability it yields now
-    (``implied`` equals the old one when the policy would move it backwards)."""
+    """A collection's new read policy (canonical JSON text, :func:`policy_text`; a dict given to
+    the constructor is converted) and the implied capability it yields now (``implied`` equals
+    the old one when the policy would move it backwards)."""
 
     collection_id: str
-    policy: dict[str, Any]
+    policy: str
     implied: int | None
 
+    def __post_init__(self) -> None:
+        if isinstance(self.policy, Mapping):
+            object.__setattr__(self, "policy", policy_text(self.policy))
 
-@domain_event("controller.ReadPoliciesSet")
+
+@domain_event("controller.ReadPoliciesSet", schema_version=2)
 @dataclass(frozen=True, slots=True)
 class ReadPoliciesSet(DomainEvent):
     """Read policies changed or were re-evaluated at a later time (retention by time):
@@ -215,17 +305,17 @@ class ReadPoliciesSet(DomainEvent):
     at_ms: int
 
 
-class HoldChange(NamedTuple):
-    """Add ``delta`` (±, never 0) holds at ``offset`` on ``collection_id``. A named tuple (JSON:
-    ``[collection_id, offset, delta]``) rather than a nested dataclass because hold updates are
-    the controller's hot path (see ``bench/controller.py``)."""
+@dataclass(frozen=True, slots=True)
+class HoldChange:
+    """Add ``delta`` (±, never 0) holds at ``offset`` on ``collection_id`` (JSON: an object, so
+    the SQL folds can type it; v1 logs stored ``[collection_id, offset, delta]``)."""
 
     collection_id: str
     offset: int
     delta: int
 
 
-@domain_event("controller.ReadHoldsChanged")
+@domain_event("controller.ReadHoldsChanged", schema_version=2)
 @dataclass(frozen=True, slots=True)
 class ReadHoldsChanged(DomainEvent):
     """``holder``'s read holds changed by ``changes`` (a consolidated ChangeBatch; Materialize
@@ -244,3 +334,59 @@ class CollectionsDropRequested(DomainEvent):
 
     collection_ids: tuple[str, ...]
 
+
+
+# --- upcasters (v1 → v2) ---------------------------------------------------------------------
+
+
+def _configs_v2(configs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"name": k, "value": configs[k]} for k in sorted(configs)]
+
+
+@register_upcaster("controller.TopicCreated", 1)
+def _topic_created_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 ``configs`` object → list of ``{"name", "value"}``."""
+    return {**d, "configs": _configs_v2(d.get("configs") or {})}
+
+
+@register_upcaster("controller.TopicConfigsAltered", 1)
+def _topic_configs_altered_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 ``set`` object → list of ``{"name", "value"}``."""
+    return {**d, "set": _configs_v2(d.get("set") or {})}
+
+
+@register_upcaster("controller.BrokerConfigsAltered", 1)
+def _broker_configs_altered_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 ``set`` object → list of ``{"name", "value"}``."""
+    return {**d, "set": _configs_v2(d.get("set") or {})}
+
+
+def _policy_v2(policy: Any) -> str:
+    return policy if isinstance(policy, str) else policy_text(policy)
+
+
+@register_upcaster("controller.CollectionsCreated", 1)
+def _collections_created_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 ``policy`` object → canonical text; ``transitive_dependencies`` := the direct ones."""
+    out = []
+    for c in d["collections"]:
+        deps = list(c.get("dependencies") or ())
+        out.append({**c, "policy": _policy_v2(c["policy"]), "transitive_dependencies": sorted(set(deps))})
+    return {**d, "collections": out}
+
+
+@register_upcaster("controller.ReadPoliciesSet", 1)
+def _read_policies_set_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 ``policy`` object → canonical text."""
+    return {**d, "changes": [{**c, "policy": _policy_v2(c["policy"])} for c in d["changes"]]}
+
+
+@register_upcaster("controller.ReadHoldsChanged", 1)
+def _read_holds_changed_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 ``[collection_id, offset, delta]`` arrays → ``HoldChange`` objects."""
+    return {
+        **d,
+        "changes": [
+            c if isinstance(c, dict) else {"collection_id": c[0], "offset": c[1], "delta": c[2]} for c in d["changes"]
+        ],
+    }

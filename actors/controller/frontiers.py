@@ -26,6 +26,14 @@ mapped onto a Kafka-like log (§5):
   :func:`decide` returns a :class:`Rejected` and writes no event (§5.1 point 5). Every command is
   validated whole before any event is emitted (all-or-nothing, §5.1 point 6).
 
+What the events record, so that the SQL folds (``projections/domains/controller.py``) need no
+replay of this module: every move of the implied capability (``implied`` fields), policies as
+canonical JSON text (:func:`policy_to_json`), hold deltas as typed :class:`HoldChange` objects, and
+with each new collection its ``transitive_dependencies`` (:func:`transitive_dependencies`). The
+since itself is not recorded: it is the least implied capability or holder's hold of the
+collection and of everything depending on it, which follows from those facts (and is what
+``_settle`` maintains incrementally here).
+
 Performance: :class:`FrontierState` is mutable and :func:`evolve` applies an event **in place**
 (the fold owns its state; :meth:`FrontierState.clone` gives an independent copy). The since of a
 collection is maintained incrementally; it is recomputed (a ``min`` over the distinct held
@@ -35,6 +43,7 @@ offsets) only when the count at the current since drops to zero.
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -49,6 +58,7 @@ from events.controller import (
     ReadPoliciesSet,
     SegmentInfo,
     WriteFrontiersAdvanced,
+    policy_text,
 )
 
 __all__ = [
@@ -92,6 +102,9 @@ __all__ = [
     "meet",
     "partition_collection_id",
     "policy_from_dict",
+    "policy_from_json",
+    "policy_to_json",
+    "transitive_dependencies",
     "snapshot_latest",
 ]
 
@@ -533,6 +546,18 @@ def policy_from_dict(d: dict[str, Any]) -> ReadPolicy:
     raise ValueError(f"unknown read policy kind {kind!r}")
 
 
+def policy_to_json(policy: ReadPolicy) -> str:
+    """The canonical JSON text events carry for ``policy`` (:func:`events.controller.policy_text`
+    of its dict form); inverse: :func:`policy_from_json`."""
+    return policy_text(policy.to_dict())
+
+
+def policy_from_json(text: str) -> ReadPolicy:
+    """Rebuild a :class:`ReadPolicy` from the text events carry; raises ``ValueError`` for bad
+    JSON or an unknown kind."""
+    return policy_from_dict(json.loads(text))
+
+
 # --- state ----------------------------------------------------------------------------------
 
 
@@ -746,7 +771,8 @@ class DowngradeReadHold:
 @dataclass(frozen=True, slots=True)
 class ReleaseHolder:
     """Release every hold ``holder`` has, on every collection (a session ended, a group deleted,
-    a prepared export cancelled)."""
+    a prepared export cancelled). Error: ``InvalidHolder`` for a dependency holder
+    (``collection:…``), whose holds only move with their collection's since."""
 
     holder: str
 
@@ -780,6 +806,23 @@ class DropCollections:
     ``CollectionMissing`` (nothing is dropped)."""
 
     collection_ids: tuple[str, ...]
+
+
+def transitive_dependencies(state: FrontierState, dependencies: Iterable[str]) -> tuple[str, ...]:
+    """Every live collection whose since a collection with ``dependencies`` holds, directly or
+    through the dependencies of its dependencies (sorted, distinct). Unknown ids are kept but not
+    followed (the decider rejects them before this matters)."""
+    seen: set[str] = set()
+    stack = list(dependencies)
+    while stack:
+        cid = stack.pop()
+        if cid in seen:
+            continue
+        seen.add(cid)
+        c = state.collections.get(cid)
+        if c is not None:
+            stack.extend(c.dependencies)
+    return tuple(sorted(seen))
 
 
 def _missing(cid: str) -> Rejected:
@@ -841,7 +884,8 @@ def _decide_create(state: FrontierState, cmd: CreateCollections, now_ms: int) ->
         if since is None:
             return Rejected("InvalidUsage", f"collection {cid} cannot be created with an empty since")
         policy = nc.policy if nc.policy is not None else NoPolicy(since)
-        specs.append(CollectionSpec(cid, since, upper, policy.to_dict(), tuple(nc.dependencies)))
+        deps = tuple(nc.dependencies)
+        specs.append(CollectionSpec(cid, since, upper, policy_to_json(policy), deps, transitive_dependencies(state, deps)))
     return [CollectionsCreated(tuple(specs))] if specs else []
 
 
@@ -878,7 +922,7 @@ def _decide_policies(state: FrontierState, cmd: SetReadPolicies, now_ms: int) ->
         if not frontier_le(cur, new):
             new = cur  # "will not recover the read capability if the prior capability is ahead"
         implied[cid] = new
-        out.append(PolicyChange(cid, policy.to_dict(), new))
+        out.append(PolicyChange(cid, policy_to_json(policy), new))
     return [ReadPoliciesSet(tuple(out), now_ms)] if out else []
 
 
@@ -890,7 +934,7 @@ def _decide_retention(state: FrontierState, cmd: EnforceRetention, now_ms: int) 
             continue
         new = p.frontier(c.upper, c.segments, now_ms)
         if new != c.implied and frontier_le(c.implied, new):
-            out.append(PolicyChange(cid, p.to_dict(), new))
+            out.append(PolicyChange(cid, policy_to_json(p), new))
     return [ReadPoliciesSet(tuple(out), now_ms)] if out else []
 
 
@@ -998,6 +1042,10 @@ def _decide_downgrade(state: FrontierState, cmd: DowngradeReadHold, now_ms: int)
 
 
 def _decide_release(state: FrontierState, cmd: ReleaseHolder, now_ms: int) -> list[Any] | Rejected:
+    if cmd.holder.startswith(DEPENDENCY_HOLDER_PREFIX):
+        # dependency holds follow their collection's since (``_settle``); releasing one from
+        # outside would later drive its count negative
+        return Rejected("InvalidHolder", f"holder name {cmd.holder!r} is reserved")
     out = []
     for cid, c in state.collections.items():
         held = c.holds.get(cmd.holder)
@@ -1036,7 +1084,7 @@ def _decide_delete_records(state: FrontierState, cmd: DeleteRecords, now_ms: int
         )
     if c.implied is None or not frontier_le(c.implied, target) or c.implied == target:
         return []
-    return [ReadPoliciesSet((PolicyChange(cmd.collection_id, c.policy.to_dict(), target),), now_ms)]
+    return [ReadPoliciesSet((PolicyChange(cmd.collection_id, policy_to_json(c.policy), target),), now_ms)]
 
 
 def _decide_drop(state: FrontierState, cmd: DropCollections, now_ms: int) -> list[Any] | Rejected:
@@ -1072,18 +1120,28 @@ def evolve(state: FrontierState, event: Any) -> FrontierState:
 
 
 def _settle(state: FrontierState, touched: dict[str, Frontier], out: list[SinceChange]) -> None:
-    """For every touched collection whose since changed: forward the change to its dependencies
-    (holder ``collection:<id>``) and remove it when its since became ``{}``."""
+    """For every touched collection (id → its since before the event) whose since changed:
+    forward the change to its dependencies (holder ``collection:<id>``) and remove it when its
+    since became ``{}``.
+
+    ``settled`` tracks, per collection, the since its dependency holds currently sit at (the
+    since before the event, then each value forwarded). A collection may be reached twice in one
+    event — touched itself and, later, through a dependent — so the hold to move is the one at
+    the settled since, not at its since of the moment (which already includes the event's own
+    change: moving "from" it would release a hold that is not there)."""
     cols = state.collections
-    pending = list(touched.items())
+    settled = dict(touched)
+    pending = list(touched)
     while pending:
-        cid, old = pending.pop()
+        cid = pending.pop()
         c = cols.get(cid)
         if c is None:
             continue
+        old = settled[cid]
         new = c.caps.frontier
         if new == old:
             continue
+        settled[cid] = new
         out.append(SinceChange(cid, old, new))
         if c.dependencies:
             holder = DEPENDENCY_HOLDER_PREFIX + cid
@@ -1091,12 +1149,12 @@ def _settle(state: FrontierState, touched: dict[str, Frontier], out: list[SinceC
                 d = cols.get(dep)
                 if d is None:
                     continue
-                dep_old = d.caps.frontier
+                settled.setdefault(dep, d.caps.frontier)
                 if old is not None:
                     _hold(d, holder, old, -1)
                 if new is not None:
                     _hold(d, holder, new, 1)
-                pending.append((dep, dep_old))
+                pending.append(dep)
         if new is None:
             del cols[cid]
             state.dropped.add(cid)
@@ -1122,7 +1180,7 @@ def _hold(c: Collection, holder: str, off: int, d: int) -> None:
 def _apply_created(state: FrontierState, ev: CollectionsCreated) -> list[SinceChange]:
     touched: dict[str, Frontier] = {}
     for spec in ev.collections:
-        c = Collection(spec.collection_id, spec.since, spec.upper, policy_from_dict(spec.policy), tuple(spec.dependencies))
+        c = Collection(spec.collection_id, spec.since, spec.upper, policy_from_json(spec.policy), tuple(spec.dependencies))
         state.collections[spec.collection_id] = c
         holder = DEPENDENCY_HOLDER_PREFIX + spec.collection_id
         export_holder = EXPORT_HOLDER_PREFIX + spec.collection_id
@@ -1172,7 +1230,7 @@ def _apply_policies(state: FrontierState, ev: ReadPoliciesSet) -> list[SinceChan
     touched: dict[str, Frontier] = {}
     for pc in ev.changes:
         c = cols[pc.collection_id]
-        c.policy = policy_from_dict(pc.policy)
+        c.policy = policy_from_json(pc.policy)
         if pc.implied != c.implied:
             touched.setdefault(pc.collection_id, c.caps.frontier)
             _set_implied(c, pc.implied)

@@ -39,6 +39,7 @@ from events.controller import (
     TopicConfigsAltered,
     TopicCreated,
     TopicDeleted,
+    config_map,
 )
 
 __all__ = [
@@ -167,14 +168,14 @@ def policies_for_topic(configs: Mapping[str, str | None]) -> tuple[fr.ReadPolicy
 
 
 def _topic_collections(state: ControllerState, ev: TopicCreated) -> list[CollectionSpec]:
-    eff = tp.effective_topic_config(state.topics, ev.name, ev.configs)
+    eff = tp.effective_topic_config(state.topics, ev.name, config_map(ev.configs))
     part_policy, local_policy = policies_for_topic(eff)
     remote = str(eff["remote.storage.enable"]).lower() == "true"
     specs = []
     for p in ev.partitions:
-        specs.append(CollectionSpec(fr.partition_collection_id(ev.topic_id, p.partition), 0, 0, part_policy.to_dict(), ()))
+        specs.append(CollectionSpec(fr.partition_collection_id(ev.topic_id, p.partition), 0, 0, fr.policy_to_json(part_policy), ()))
         if remote:
-            specs.append(CollectionSpec(fr.local_collection_id(ev.topic_id, p.partition), 0, 0, local_policy.to_dict(), ()))
+            specs.append(CollectionSpec(fr.local_collection_id(ev.topic_id, p.partition), 0, 0, fr.policy_to_json(local_policy), ()))
     return specs
 
 
@@ -196,7 +197,7 @@ def _policy_changes(before: ControllerState, after_topics: tp.TopicsState, now_m
                 new = pol.frontier(c.upper, c.segments, now_ms)
                 if not fr.frontier_le(c.implied, new):
                     new = c.implied
-                out.append(PolicyChange(cid, pol.to_dict(), new))
+                out.append(PolicyChange(cid, fr.policy_to_json(pol), new))
     return out
 
 

@@ -38,6 +38,8 @@ from events.controller import (
     TopicConfigsAltered,
     TopicCreated,
     TopicDeleted,
+    config_map,
+    config_values,
 )
 
 __all__ = [
@@ -672,7 +674,7 @@ def _create_one(state: TopicsState, t: CreatableTopic, topic_id: str) -> tuple[T
         rf = t.replication_factor if t.replication_factor != -1 else state.broker_int("default.replication.factor")
         assignment = _assign(state, n, rf)
     parts = tuple(PartitionSpec(p, r, r, r[0], 0, 0) for p, r in enumerate(assignment))
-    ev = TopicCreated(topic_id, t.name, parts, {k: str(v) for k, v in configs.items()})
+    ev = TopicCreated(topic_id, t.name, parts, config_values({k: str(v) for k, v in configs.items()}))
     entries = tuple(_topic_entry(state, k, configs) for k in TOPIC_CONFIG_DEFS)  # type: ignore[arg-type]
     return ev, CreateTopicResult(t.name, "NONE", None, topic_id, len(parts), len(assignment[0]), entries)
 
@@ -860,7 +862,7 @@ def decide_alter_configs(state: TopicsState, cmd: IncrementalAlterConfigs, now_m
                     raise _ApiError("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
                 changed = {k: v for k, v in new.items() if topic.configs.get(k) != v}
                 if (changed or deleted) and not cmd.validate_only:
-                    events.append(TopicConfigsAltered(topic.topic_id, topic.name, changed, tuple(deleted)))
+                    events.append(TopicConfigsAltered(topic.topic_id, topic.name, config_values(changed), tuple(deleted)))
             elif rtype == "BROKER":
                 if r.name:
                     try:
@@ -882,7 +884,7 @@ def decide_alter_configs(state: TopicsState, cmd: IncrementalAlterConfigs, now_m
                 # KAFKA-14136: broker records are written even when the value is unchanged
                 touched = {k: v for k, v in new.items() if any(op[0] == k for op in r.ops)}
                 if (touched or deleted) and not cmd.validate_only:
-                    events.append(BrokerConfigsAltered(r.name, touched, tuple(deleted)))
+                    events.append(BrokerConfigsAltered(r.name, config_values(touched), tuple(deleted)))
             else:
                 raise _ApiError("INVALID_REQUEST", f"Unknown resource type {r.resource_type}")
         except _ApiError as e:
@@ -950,7 +952,7 @@ def evolve(state: TopicsState, event: Any) -> TopicsState:
     domains are ignored."""
     if isinstance(event, TopicCreated):
         parts = [Partition(p.partition, tuple(p.replicas), tuple(p.isr), p.leader, p.leader_epoch, p.partition_epoch) for p in event.partitions]
-        state.topics[event.name] = Topic(event.topic_id, event.name, parts, dict(event.configs))
+        state.topics[event.name] = Topic(event.topic_id, event.name, parts, config_map(event.configs))
         state.names_by_id[event.topic_id] = event.name
         state.used_ids.add(event.topic_id)
     elif isinstance(event, TopicDeleted):
@@ -958,12 +960,12 @@ def evolve(state: TopicsState, event: Any) -> TopicsState:
         state.names_by_id.pop(event.topic_id, None)
     elif isinstance(event, TopicConfigsAltered):
         t = state.topics[event.name]
-        t.configs.update(event.set)
+        t.configs.update(config_map(event.set))
         for k in event.deleted:
             t.configs.pop(k, None)
     elif isinstance(event, BrokerConfigsAltered):
         cfg = state.dynamic_broker_configs.setdefault(event.broker, {})
-        cfg.update(event.set)
+        cfg.update(config_map(event.set))
         for k in event.deleted:
             cfg.pop(k, None)
         if not cfg:

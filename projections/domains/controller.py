@@ -1,16 +1,33 @@
-"""Controller snapshots: topics and partitions (leader, epochs, ISR), collections with their
-since/upper frontiers, and read holds (Materialize-style storage controller; ``reference/controller.md``).
+"""Controller snapshots: topics (with their config overrides) and partitions (leader, epochs,
+replicas, ISR); storage collections with their since/upper frontiers, read policy, dependencies
+and read holds (Materialize-style storage controller; ``reference/controller.md``).
 
 Python: :func:`actors.controller.state.evolve` over the ``controller`` stream. The controller's
 stored snapshots are ``ControllerState.to_dict()`` JSON (``ControllerActor.save_snapshot``), so
 ``--verify`` compares them with the log.
 
-SQL fold: ``controller_partitions`` and ``controller_replicas`` (live topics' partitions: leader,
-epochs, replica assignment, ISR). Not in SQL yet: ``controller_topics`` (its configs come from
-``TopicConfigsAltered.set``/``deleted``, a dict the flattener does not type), and the frontiers and
-holds (``ReadHoldsChanged.changes`` are positional ``[collection_id, offset, delta]`` arrays of mixed
-types, and since/upper come from mutable antichains driven by policies); those tables are
-Python-only.
+SQL fold: every table, over logs the controller's decider wrote (the fold relies on its rules: a
+topic name is created only when free and deleted only while live; collection ids are never
+reused; hold counts never go negative; ``collection:`` holds are the model's own):
+
+* ``controller_partitions`` / ``controller_replicas``: a topic is live from its TopicCreated until
+  a TopicDeleted of its id; a partition's leader/epochs/ISR are its latest PartitionChanged after
+  the creation, else the creation's.
+* ``controller_topics``: per config name the last operation after the creation wins (creation
+  configs, ``TopicConfigsAltered.set``, ``.deleted``); the sorted ``name=value;…`` string is built
+  with one ``max(CASE …)`` per known topic config name joined by ``concat_ws`` — DuckDB and Spark
+  share no ordered string aggregate, and the decider accepts only ``TOPIC_CONFIG_DEFS`` names.
+* ``controller_frontiers`` / ``controller_dependencies`` / ``controller_holds``: see the comment
+  above ``_FRONTIER_VIEWS``. In short, upper, policy and implied capability are the last recorded
+  values; holds are sums of ``ReadHoldsChanged`` deltas (minus prepared-export tokens consumed by
+  the export's creation) plus one dependency hold per dependent at the dependent's since; the
+  since is the least implied capability or hold of the collection and of every collection
+  recording it in ``CollectionSpec.transitive_dependencies``; a collection whose since is ``{}``
+  is gone. ``tests/projections/test_controller_sql.py`` checks that rule against ``evolve``.
+
+The frontiers table shows the policy as its canonical JSON text (what the events carry) and the
+dependencies as rows of ``controller_dependencies`` (an ordered list cannot be joined into one
+string the same way in both engines).
 """
 
 from __future__ import annotations
@@ -69,13 +86,24 @@ FRONTIERS = SnapshotTable(
         [
             ("stream_id", pa.string()),
             ("collection_id", pa.string()),
-            ("since", pa.int64()),  # NULL: the empty frontier
-            ("upper", pa.int64()),
-            ("policy", pa.string()),
-            ("dependencies", pa.string()),
+            ("since", pa.int64()),  # never NULL here: a collection whose since is {} is gone
+            ("upper", pa.int64()),  # NULL: the empty frontier (sealed)
+            ("policy", pa.string()),  # canonical JSON text (events.controller.policy_text)
         ]
     ),
     ("stream_id", "collection_id"),
+)
+DEPENDENCIES = SnapshotTable(
+    "controller_dependencies",
+    pa.schema(
+        [
+            ("stream_id", pa.string()),
+            ("collection_id", pa.string()),
+            ("idx", pa.int64()),  # position in the collection's dependency list
+            ("dependency", pa.string()),
+        ]
+    ),
+    ("stream_id", "collection_id", "idx"),
 )
 HOLDS = SnapshotTable(
     "controller_holds",
@@ -94,7 +122,9 @@ HOLDS = SnapshotTable(
 
 def to_rows(stream_id: str, st) -> dict:
     """Snapshot rows of one folded ``ControllerState``."""
-    topics, parts, reps, fronts, holds = [], [], [], [], []
+    from actors.controller.frontiers import policy_to_json
+
+    topics, parts, reps, fronts, deps, holds = [], [], [], [], [], []
     for name, t in st.topics.topics.items():
         topics.append(
             {
@@ -124,20 +154,23 @@ def to_rows(stream_id: str, st) -> dict:
                 )
     for cid, c in st.frontiers.collections.items():
         fronts.append(
-            {
-                "stream_id": stream_id,
-                "collection_id": cid,
-                "since": c.since,
-                "upper": c.upper,
-                "policy": json.dumps(c.policy.to_dict(), sort_keys=True),
-                "dependencies": ",".join(c.dependencies),
-            }
+            {"stream_id": stream_id, "collection_id": cid, "since": c.since, "upper": c.upper, "policy": policy_to_json(c.policy)}
+        )
+        deps.extend(
+            {"stream_id": stream_id, "collection_id": cid, "idx": i, "dependency": d} for i, d in enumerate(c.dependencies)
         )
         for holder, offsets in c.holds.items():
             for off, n in offsets.items():
                 if n:
                     holds.append({"stream_id": stream_id, "collection_id": cid, "holder": holder, "offset": off, "count": n})
-    return {TOPICS.name: topics, PARTITIONS.name: parts, REPLICAS.name: reps, FRONTIERS.name: fronts, HOLDS.name: holds}
+    return {
+        TOPICS.name: topics,
+        PARTITIONS.name: parts,
+        REPLICAS.name: reps,
+        FRONTIERS.name: fronts,
+        DEPENDENCIES.name: deps,
+        HOLDS.name: holds,
+    }
 
 
 # SQL twin of ``actors.controller.topics.evolve`` for partitions (decider-written logs: a name is
@@ -199,10 +232,221 @@ JOIN ev_controller_PartitionChanged__isr c
 """
 
 
+def _lit(text: str) -> str:
+    """``text`` as a SQL string literal (both engines: quotes doubled, no backslashes)."""
+    if "\\" in text:
+        raise ValueError(f"no backslashes in SQL literals: {text!r}")
+    return "'" + text.replace("'", "''") + "'"
+
+
+# Topic configs: per live topic and config name, the last operation after the creation (the
+# creation's own configs, a TopicConfigsAltered set, or a delete — applied after the sets of the
+# same event, as ``topics.evolve`` does) decides whether and with which value it is set.
+_CONFIG_VIEWS = [
+    (
+        "ctl_config_ops",
+        """
+SELECT c.stream_id, c.topic_id, c.configs__name AS config, c.value, c.position, 0 AS op
+FROM ctl_live_topics t
+JOIN ev_controller_TopicCreated__configs c ON c.stream_id = t.stream_id AND c.position = t.created_at
+UNION ALL
+SELECT s.stream_id, s.topic_id, s.set__name, s.value, s.position, 0
+FROM ctl_live_topics t
+JOIN ev_controller_TopicConfigsAltered__set s
+  ON s.stream_id = t.stream_id AND s.topic_id = t.topic_id AND s.position > t.created_at
+UNION ALL
+SELECT d.stream_id, d.topic_id, d.value, NULL, d.position, 1
+FROM ctl_live_topics t
+JOIN ev_controller_TopicConfigsAltered__deleted d
+  ON d.stream_id = t.stream_id AND d.topic_id = t.topic_id AND d.position > t.created_at
+""",
+    ),
+    (
+        "ctl_configs",
+        """
+SELECT stream_id, topic_id, config, value
+FROM (
+  SELECT o.*, row_number() OVER (PARTITION BY stream_id, topic_id, config ORDER BY position DESC, op DESC) AS rn
+  FROM ctl_config_ops o
+) x
+WHERE rn = 1 AND op = 0
+""",
+    ),
+]
+
+
+def _topics_sql(config_names) -> str:
+    """``controller_topics``: the configs string ``name=value;…`` sorted by name is built without
+    an ordered string aggregate (DuckDB's ``string_agg(… ORDER BY …)`` and Spark's
+    ``array_join(array_sort(collect_list(…)))`` have no common form): one ``max(CASE …)`` per
+    known topic config name, in sorted order, joined by ``concat_ws`` (which skips NULLs in both
+    engines). The names are ``TOPIC_CONFIG_DEFS``' (the decider refuses any other); a name outside
+    them would show as ``<unknown config>`` instead of vanishing."""
+    names = sorted(config_names)
+    parts = [f"max(CASE WHEN config = {_lit(n)} THEN {_lit(n + '=')} || value END)" for n in names]
+    known = ", ".join(_lit(n) for n in names)
+    parts.append(f"CASE WHEN count(CASE WHEN config NOT IN ({known}) THEN 1 END) > 0 THEN '<unknown config>' END")
+    configs = "concat_ws(';', " + ", ".join(parts) + ")"
+    return f"""
+SELECT t.stream_id, t.name AS topic, t.topic_id, COALESCE(p.n, 0) AS partitions, COALESCE(c.configs, '') AS configs
+FROM ctl_live_topics t
+LEFT JOIN (
+  SELECT stream_id, position, count(*) AS n FROM ev_controller_TopicCreated__partitions GROUP BY stream_id, position
+) p ON p.stream_id = t.stream_id AND p.position = t.created_at
+LEFT JOIN (
+  SELECT stream_id, topic_id, {configs} AS configs FROM ctl_configs GROUP BY stream_id, topic_id
+) c ON c.stream_id = t.stream_id AND c.topic_id = t.topic_id
+"""
+
+
+def _last(union: str, column: str) -> str:
+    """The ``column`` of the last row (greatest ``position``, then ``idx``) per collection of
+    ``union`` (NULL kept: a window, not ``max_by``, see ``sqlkit``)."""
+    return f"""
+SELECT stream_id, collection_id, {column}
+FROM (
+  SELECT u.*, row_number() OVER (PARTITION BY stream_id, collection_id ORDER BY position DESC, idx DESC) AS rn
+  FROM ({union}) u
+) x
+WHERE rn = 1
+"""
+
+
+# Frontiers and holds. Nothing here replays the since computation of ``frontiers.evolve``; the
+# snapshot follows from facts the events record, because of invariants the decider keeps:
+# * the implied capability is recorded by every event that moves it (creation: the since;
+#   FrontierUpdate/PolicyChange: ``implied``; drop: ``{}``), so it is the last recorded value;
+# * a holder's holds are the sum of its ReadHoldsChanged deltas, except the token holds of a
+#   prepared export ``export:<id>``, which the creation of collection ``<id>`` removes (and none
+#   are placed after it: the id is then taken);
+# * a dependency hold (holder ``collection:<id>``) sits at the dependent's since, once per listed
+#   dependency, while the dependent lives (``_settle`` moves it; outside holders cannot touch it);
+# * the since is the least read capability: ``own`` (implied capability and the holders' holds)
+#   of the collection itself or of any collection depending on it, directly or transitively —
+#   ``CollectionSpec.transitive_dependencies`` records that closure, so no recursion is needed;
+# * a collection whose since became ``{}`` is gone and no later event names it (ids are never
+#   reused), so "since is NULL" at the end is "gone".
+_FRONTIER_VIEWS = [
+    (
+        "ctl_collections",
+        """
+SELECT stream_id, collection_id, position AS created_at, upper, policy
+FROM ev_controller_CollectionsCreated__collections
+""",
+    ),
+    (
+        "ctl_implied",
+        _last(
+            """
+SELECT stream_id, collection_id, position, idx, since AS implied FROM ev_controller_CollectionsCreated__collections
+UNION ALL
+SELECT stream_id, collection_id, position, idx, implied FROM ev_controller_WriteFrontiersAdvanced__updates
+UNION ALL
+SELECT stream_id, collection_id, position, idx, implied FROM ev_controller_ReadPoliciesSet__changes
+UNION ALL
+SELECT stream_id, value, position, idx, NULL FROM ev_controller_CollectionsDropRequested__collection_ids
+""",
+            "implied",
+        ),
+    ),
+    (
+        "ctl_upper",
+        _last(
+            """
+SELECT stream_id, collection_id, position, idx, upper FROM ev_controller_CollectionsCreated__collections
+UNION ALL
+SELECT stream_id, collection_id, position, idx, upper FROM ev_controller_WriteFrontiersAdvanced__updates
+""",
+            "upper",
+        ),
+    ),
+    (
+        "ctl_held",  # the holders' holds (all but dependency holds), zeros left out
+        """
+SELECT h.stream_id, h.collection_id, h.holder, h."offset", sum(h.delta) AS n
+FROM ev_controller_ReadHoldsChanged__changes h
+LEFT JOIN ctl_collections x ON x.stream_id = h.stream_id AND h.holder = 'export:' || x.collection_id
+WHERE x.collection_id IS NULL
+GROUP BY h.stream_id, h.collection_id, h.holder, h."offset"
+HAVING sum(h.delta) <> 0
+""",
+    ),
+    (
+        "ctl_own",
+        """
+SELECT stream_id, collection_id, min(o) AS own
+FROM (
+  SELECT stream_id, collection_id, implied AS o FROM ctl_implied
+  UNION ALL
+  SELECT stream_id, collection_id, "offset" FROM ctl_held WHERE n > 0
+) c
+GROUP BY stream_id, collection_id
+""",
+    ),
+    (
+        "ctl_since",
+        """
+SELECT r.stream_id, r.target AS collection_id, min(o.own) AS since
+FROM (
+  SELECT stream_id, collection_id AS dependent, collection_id AS target FROM ctl_collections
+  UNION ALL
+  SELECT stream_id, collection_id, value FROM ev_controller_CollectionsCreated__collections__transitive_dependencies
+) r
+JOIN ctl_own o ON o.stream_id = r.stream_id AND o.collection_id = r.dependent
+GROUP BY r.stream_id, r.target
+HAVING min(o.own) IS NOT NULL
+""",
+    ),
+]
+
+
+def _policy_view(dropped_policy: str) -> tuple[str, str]:
+    return (
+        "ctl_policy",
+        _last(
+            f"""
+SELECT stream_id, collection_id, position, idx, policy FROM ev_controller_CollectionsCreated__collections
+UNION ALL
+SELECT stream_id, collection_id, position, idx, policy FROM ev_controller_ReadPoliciesSet__changes
+UNION ALL
+SELECT stream_id, value, position, idx, {_lit(dropped_policy)} FROM ev_controller_CollectionsDropRequested__collection_ids
+""",
+            "policy",
+        ),
+    )
+
+
+_FRONTIERS_SQL = """
+SELECT s.stream_id, s.collection_id, s.since, u.upper, p.policy
+FROM ctl_since s
+JOIN ctl_upper u ON u.stream_id = s.stream_id AND u.collection_id = s.collection_id
+JOIN ctl_policy p ON p.stream_id = s.stream_id AND p.collection_id = s.collection_id
+"""
+
+_DEPENDENCIES_SQL = """
+SELECT d.stream_id, d.collection_id, d.idx2 AS idx, d.value AS dependency
+FROM ev_controller_CollectionsCreated__collections__dependencies d
+JOIN ctl_since s ON s.stream_id = d.stream_id AND s.collection_id = d.collection_id
+"""
+
+_HOLDS_SQL = """
+SELECT h.stream_id, h.collection_id, h.holder, h."offset", h.n AS "count"
+FROM ctl_held h
+JOIN ctl_since s ON s.stream_id = h.stream_id AND s.collection_id = h.collection_id
+UNION ALL
+SELECT d.stream_id, d.value, 'collection:' || d.collection_id, s.since, count(*)
+FROM ev_controller_CollectionsCreated__collections__dependencies d
+JOIN ctl_since s ON s.stream_id = d.stream_id AND s.collection_id = d.collection_id
+GROUP BY d.stream_id, d.value, d.collection_id, s.since
+"""
+
+
 def build() -> DomainProjection:
     """The controller projection; raises :class:`DomainNotAvailable` if its code is missing."""
     try:
+        from actors.controller import frontiers as fr
         from actors.controller import state as cs
+        from actors.controller import topics as tp
         from events import controller as ev
     except ImportError as exc:  # pragma: no cover - only while the domain is being written
         raise DomainNotAvailable(str(exc)) from exc
@@ -221,16 +465,23 @@ def build() -> DomainProjection:
     return DomainProjection(
         name="controller",
         event_types=event_types,
-        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, HOLDS),
+        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS),
         initial=lambda _sid: cs.ControllerState(),
         evolve=cs.evolve,
         to_rows=to_rows,
         stream_prefix=ev.STREAM_ID,
-        sql_views=_VIEWS,
-        sql={PARTITIONS.name: _PARTITIONS_SQL, REPLICAS.name: _REPLICAS_SQL},
+        sql_views=[*_VIEWS, *_CONFIG_VIEWS, *_FRONTIER_VIEWS, _policy_view(fr.policy_to_json(fr.ValidFrom(None)))],
+        sql={
+            TOPICS.name: _topics_sql(tp.TOPIC_CONFIG_DEFS),
+            PARTITIONS.name: _PARTITIONS_SQL,
+            REPLICAS.name: _REPLICAS_SQL,
+            FRONTIERS.name: _FRONTIERS_SQL,
+            DEPENDENCIES.name: _DEPENDENCIES_SQL,
+            HOLDS.name: _HOLDS_SQL,
+        },
         decode_state=decode_state,
         encode_state=lambda st: json.dumps(st.to_dict(), separators=(",", ":")).encode(),
-        description="controller: topics, partitions, collections' since/upper frontiers, read holds",
+        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds",
     )
 
 

@@ -305,6 +305,50 @@ def test_dependency_holds_follow_the_since():
     assert s.collections["u1"].holds["collection:s1"] == {40: 1}
 
 
+def test_a_dependency_chain_advancing_in_one_event():
+    """u ← v ← w (v depends on u, w on v) with every implied capability moving in one event: v is
+    touched itself and again through w, and its dependency hold on u must move from where it sits
+    (its since before the event), not from its since of the moment. (``_settle`` used to release
+    ``collection:v`` at 3 where it sat at 2 and raised "negative read capabilities".)"""
+    s = fr.FrontierState()
+    lag0 = fr.LagWrites(0)
+    create(s, "u", 0, 10, lag0)
+    create(s, "v", 2, 10, lag0, ("u",))
+    create(s, "w", 3, 10, lag0, ("v",))
+    run(s, fr.ChangeReadHolds("h", (("w", 5, 1),)))
+    changes = run(s, fr.UpdateWriteFrontiers((("u", 20, None), ("v", 20, None), ("w", 20, None))))
+    assert [c.since for c in s.collections.values()] == [5, 5, 5]
+    assert s.collections["u"].holds == {"collection:v": {5: 1}}
+    assert s.collections["v"].holds == {"collection:w": {5: 1}}
+    # the last change reported per collection is its final since
+    assert {c.collection_id: c.new for c in changes} == {"u": 5, "v": 5, "w": 5}
+    # and a replay of the same events gives the same state
+    replay = fr.FrontierState.from_dict(s.to_dict())
+    assert replay.to_dict() == s.to_dict()
+
+
+def test_release_of_a_dependency_holder_is_rejected():
+    """``collection:<id>`` holds follow ``<id>``'s since; releasing them from outside used to be
+    accepted and then crashed ``evolve`` (negative count) once the since moved."""
+    s = fr.FrontierState()
+    create(s, "u", 0, 10, fr.LagWrites(0))
+    create(s, "v", 0, 10, fr.LagWrites(0), ("u",))
+    assert rejected(s, fr.ReleaseHolder("collection:v")).error == "InvalidHolder"
+    assert s.collections["u"].holds == {"collection:v": {0: 1}}
+    run(s, fr.UpdateWriteFrontiers((("v", 17, None),)))
+    assert s.collections["u"].holds == {"collection:v": {17: 1}}
+
+
+def test_created_collections_record_their_transitive_dependencies():
+    s = fr.FrontierState()
+    create(s, "a")
+    create(s, "b", deps=("a",))
+    create(s, "c")
+    res = fr.decide(s, fr.CreateCollections((fr.NewCollection("d", 0, 0, None, ("c", "b")),)), 0)
+    (spec,) = res[0].collections
+    assert spec.dependencies == ("c", "b") and spec.transitive_dependencies == ("a", "b", "c")
+
+
 # --- M27–M29: reads ---------------------------------------------------------------------------
 
 
@@ -436,6 +480,9 @@ def test_property_since_is_meet_of_holds_and_replay_is_deterministic(cmds):
 def test_policy_dict_round_trip():
     for p in [fr.NoPolicy(3), fr.ValidFrom(None), fr.StepBack(), fr.LagWrites(5, 2), fr.Retention(10, 20, False), fr.Multiple([fr.StepBack(), fr.ValidFrom(4)])]:
         assert fr.policy_from_dict(p.to_dict()) == p
+        text = fr.policy_to_json(p)  # the canonical text events carry
+        assert fr.policy_from_json(text) == p and fr.policy_to_json(fr.policy_from_json(text)) == text
+    assert fr.policy_to_json(fr.LagWrites(5, 2)) == '{"kind": "lag_writes", "lag": 5, "max_granularity": 2}'
     assert fr.Multiple([fr.StepBack(), fr.ValidFrom(4)]).frontier(10) == 4
     with pytest.raises(ValueError):
         fr.policy_from_dict({"kind": "nope"})

@@ -11,7 +11,7 @@ from actors.controller import frontiers as fr
 from actors.controller import state as S
 from actors.controller import topics as tp
 from events.codec import decode_event, encode_event
-from events.controller import SegmentInfo, TopicCreated
+from events.controller import ConfigValue, SegmentInfo, TopicCreated
 
 
 def create(cs: S.ControllerState, *topics: tp.CreatableTopic, validate_only: bool = False) -> list[tp.CreateTopicResult]:
@@ -236,10 +236,14 @@ def test_incremental_alter_configs_topic_semantics():
     )
     d = S.decide(cs, tp.IncrementalAlterConfigs((res,)), 5)
     assert errors(d.reply) == ["NONE"]
+    # the event carries typed, name-sorted values (v2), so the SQL folds can read them
+    assert d.events[0].set == (ConfigValue("cleanup.policy", "delete,compact"), ConfigValue("retention.ms", "1000"))
+    assert d.events[1].changes[0].policy == fr.policy_to_json(fr.Retention(1000, -1, True))
     apply(cs, d)
     assert cs.topics.topics["t"].configs == {"retention.ms": "1000", "cleanup.policy": "delete,compact"}
     assert cs.frontiers.collections[f"{tid}:0"].policy == fr.Retention(1000, -1, True)
     d = S.decide(cs, tp.IncrementalAlterConfigs((tp.AlterConfigResource("TOPIC", "t", (("cleanup.policy", "SUBTRACT", "delete"), ("retention.ms", "DELETE", None))),)), 6)
+    assert d.events[0].set == (ConfigValue("cleanup.policy", "compact"),) and d.events[0].deleted == ("retention.ms",)
     apply(cs, d)
     assert cs.topics.topics["t"].configs == {"cleanup.policy": "compact"}
     assert cs.frontiers.collections[f"{tid}:0"].policy == fr.Retention(604_800_000, -1, False)
