@@ -51,6 +51,7 @@ __all__ = [
     "ImpliedCapability",
     "PartitionChanged",
     "PartitionSpec",
+    "ProducerIdsAllocated",
     "PolicyChange",
     "ReadHoldsChanged",
     "ReadPoliciesSet",
@@ -196,6 +197,19 @@ class PartitionChanged(DomainEvent):
     leader_epoch: int
     partition_epoch: int
     reason: str
+
+
+@domain_event("controller.ProducerIdsAllocated")
+@dataclass(frozen=True, slots=True)
+class ProducerIdsAllocated(DomainEvent):
+    """A block of producer ids ``[first_producer_id, first_producer_id + block_size)`` was handed
+    to broker ``broker_id`` for InitProducerId (KIP-98; Kafka's ``ProducerIdsRecord`` written by
+    ``ProducerIdControlManager``, blocks of 1000). Ids are never handed out twice: the next block
+    starts where this one ends."""
+
+    broker_id: int
+    first_producer_id: int
+    block_size: int
 
 
 # --- storage collections ---------------------------------------------------------------------

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Mapping
 
 from config import ConfigError
+from store.producer_state import ProducerStateManager
 from store import record_batch as rb
 
 __all__ = [
@@ -735,6 +736,9 @@ class LogAppendInfo:
     batch_count: int
     valid_bytes: int
     flushed: bool
+    #: the batch retried an idempotent producer's batch already written at these offsets:
+    #: nothing was appended (KIP-98; Kafka answers the retry with the original offsets)
+    duplicate: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -789,6 +793,8 @@ class PartitionLog:
         self._bases: list[int] = []
         self.leader_epoch_cache = LeaderEpochFileCache(directory / "leader-epoch-checkpoint")
         self._log_start_offset = 0
+        #: idempotent producers' epochs and last batches (KIP-98), rebuilt from the log at open
+        self.producer_state = ProducerStateManager()
         self._recovery_point = 0
         self._high_watermark = 0
         self._highest_offset_in_remote_storage = -1
@@ -881,7 +887,19 @@ class PartitionLog:
         self._recovery_point = min(self._recovery_point, leo)
         self._high_watermark = leo
         self._last_flush_ms = now_ms
+        self._rebuild_producer_state(now_ms)
         self._write_meta()
+
+    def _rebuild_producer_state(self, now_ms: int) -> None:
+        """Fold the producer id/epoch/sequence of every local batch at or above the log start
+        offset into :attr:`producer_state` (Kafka ``UnifiedLog#rebuildProducerState``, without
+        producer snapshots: the batch headers are read with pread, not the records)."""
+        self.producer_state = ProducerStateManager()
+        for seg in self._segments:
+            if seg.size:
+                self.producer_state.record(
+                    (h for h in seg._scan_headers(0, seg.size) if h.producer_id >= 0 and h.last_offset >= self._log_start_offset), now_ms
+                )
 
     def close(self) -> None:
         """Flush and close every segment (a clean shutdown)."""
@@ -989,6 +1007,7 @@ class PartitionLog:
                 return False
             self._log_start_offset = new
             self.leader_epoch_cache.truncate_from_start(new)
+            self.producer_state.truncate_head(new)
             self._write_meta()
             return True
 
@@ -1036,8 +1055,12 @@ class PartitionLog:
         Returns :class:`LogAppendInfo`. Raises ``record_batch.CorruptRecordError`` (CORRUPT_MESSAGE),
         ``InvalidRecordError`` (INVALID_RECORD), ``UnsupportedCompressionTypeError``,
         :class:`RecordTooLargeError` (MESSAGE_TOO_LARGE), :class:`RecordBatchTooLargeError`
-        (RECORD_LIST_TOO_LARGE), :class:`KafkaStorageError` (I/O). Sources: Kafka
-        ``UnifiedLog#append``, ``LogValidator``, ``LogSegment#append``."""
+        (RECORD_LIST_TOO_LARGE), :class:`KafkaStorageError` (I/O),
+        ``producer_state.InvalidProducerEpochError`` (INVALID_PRODUCER_EPOCH) and
+        ``OutOfOrderSequenceError`` (OUT_OF_ORDER_SEQUENCE_NUMBER) for idempotent batches; a retry
+        of an idempotent batch already written returns its original offsets with ``duplicate``
+        set and writes nothing. Sources: Kafka ``UnifiedLog#append`` and
+        ``analyzeAndValidateProducerState``, ``LogValidator``, ``LogSegment#append``."""
         log_append_time = now_ms if self.config.message_timestamp_type == "LogAppendTime" else None
         with self._lock:
             self._ensure_open()
@@ -1051,6 +1074,21 @@ class PartitionLog:
                     raise RecordBatchTooLargeError(
                         f"batch of {h.size_in_bytes} bytes exceeds segment.bytes={self.config.segment_bytes}"
                     )
+            duplicate = self.producer_state.check(headers)  # raises on a fenced epoch or a sequence gap
+            if duplicate is not None:
+                return LogAppendInfo(
+                    first_offset=duplicate.first_offset,
+                    last_offset=duplicate.last_offset,
+                    max_timestamp=-1,
+                    offset_of_max_timestamp=-1,
+                    log_append_time_ms=-1,
+                    log_start_offset=self._log_start_offset,
+                    record_count=0,
+                    batch_count=0,
+                    valid_bytes=0,
+                    flushed=False,
+                    duplicate=True,
+                )
             first, last = headers[0].base_offset, headers[-1].last_offset
             max_ts_h = max(headers, key=lambda h: h.max_timestamp)
             try:
@@ -1060,6 +1098,8 @@ class PartitionLog:
                 seg.append(data, headers)
             except OSError as exc:
                 raise KafkaStorageError(str(exc)) from exc
+            self.producer_state.record(headers, now_ms)
+            self.producer_state.expire(now_ms)
             n_records = sum(h.records_count for h in headers)
             self._unflushed_messages += n_records
             flushed = False
@@ -1369,6 +1409,7 @@ class PartitionLog:
                 if not remote and first > self._log_start_offset:
                     self._log_start_offset = first
                     self.leader_epoch_cache.truncate_from_start(first)
+                    self.producer_state.truncate_head(first)
                 self._write_meta()
             return deleted
 
@@ -1394,6 +1435,7 @@ class PartitionLog:
             if deleted and not self.config.remote_storage_enable and self._segments[0].base_offset > self._log_start_offset:
                 self._log_start_offset = self._segments[0].base_offset
                 self.leader_epoch_cache.truncate_from_start(self._log_start_offset)
+                self.producer_state.truncate_head(self._log_start_offset)
             if deleted:
                 self._write_meta()
             return deleted

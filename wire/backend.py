@@ -195,6 +195,12 @@ class Backend(Protocol):
         """ListOffsets for one partition: ``(error, offset, timestamp)``; ``timestamp`` -1 latest,
         -2 earliest, -3 max-timestamp, -4 earliest-local, -5 latest-tiered, else by time."""
 
+    def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int) -> tuple[str | None, int, int]:
+        """InitProducerId: ``(error, producer_id, producer_epoch)``. Without a transactional id a
+        new producer id with epoch 0 (Kafka ``TransactionCoordinator.handleInitProducerId``);
+        transactions are not implemented (UNSUPPORTED_VERSION)."""
+        return "UNSUPPORTED_VERSION", -1, -1
+
     def data_version(self) -> int:
         """A counter that grows with every append to any partition (see :meth:`wait_for_data`)."""
         return 0

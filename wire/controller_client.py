@@ -79,6 +79,22 @@ class ControllerClient:
             raise ActorTimeout("the controller is recovering")
         return r
 
+    def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
+        """A new block of producer ids ``(first, size)`` from the controller (persisted there).
+        Raises :class:`wire.producer_ids.ProducerIdsUnavailable` with the Kafka error name."""
+        from actors.controller.messages import AllocateProducerIdsRequest
+        from wire.producer_ids import ProducerIdsUnavailable
+
+        try:
+            r = self.ask(AllocateProducerIdsRequest(broker_id))
+        except ActorTimeout as exc:
+            raise ProducerIdsUnavailable("COORDINATOR_LOAD_IN_PROGRESS", str(exc)) from exc
+        if type(r).__name__ == "Failure":
+            raise ProducerIdsUnavailable(r.error, r.message)
+        if r.error:
+            raise ProducerIdsUnavailable(r.error)
+        return r.first_producer_id, r.block_size
+
     # ------------------------------------------------------------------ topic image
     def _refresh(self) -> dict[str, TopicInfo]:
         from actors.controller.messages import MetadataRequest

@@ -29,6 +29,7 @@ from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, Share
 from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
 from wire.logs import LogRegistry
+from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.server import KafkaListener, parse_listener
 
 __all__ = ["Daemon", "ShoalBackend", "STATUS_FILE"]
@@ -54,6 +55,7 @@ class ShoalBackend:
         self.controller = controller
         self.shares = shares
         self.logs = logs
+        self.producer_ids = ProducerIdManager(lambda: controller.allocate_producer_ids(self.node_id))
 
     # -- control plane: the controller ---------------------------------------------------------
     def topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
@@ -124,6 +126,17 @@ class ShoalBackend:
         if not self._known(topic, partition):
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return self.logs.list_offset(topic, partition, timestamp)
+
+    def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int) -> tuple[str | None, int, int]:
+        """InitProducerId for idempotent producers: a fresh id from the controller's blocks and
+        epoch 0, whatever id/epoch the request carries (Kafka ``TransactionCoordinator.handleInitProducerId``
+        with a null transactional id). Transactional ids: UNSUPPORTED_VERSION (no transactions)."""
+        if transactional_id is not None:
+            return "UNSUPPORTED_VERSION", -1, -1
+        try:
+            return None, self.producer_ids.next_producer_id(), 0
+        except ProducerIdsUnavailable as exc:
+            return exc.error, -1, -1
 
     def data_version(self) -> int:
         """The log registry's append counter."""

@@ -38,6 +38,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
+    22: (0, 5),  # InitProducerId (idempotent producers; no transactions)
     32: (1, 4),  # DescribeConfigs
     44: (0, 1),  # IncrementalAlterConfigs
     76: (1, 1),  # ShareGroupHeartbeat
@@ -57,6 +58,7 @@ API_NAMES = {
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
+    22: "InitProducerId",
     32: "DescribeConfigs",
     44: "IncrementalAlterConfigs",
     76: "ShareGroupHeartbeat",
@@ -90,6 +92,7 @@ class KafkaDispatcher(Dispatcher):
             18: lambda r, c: admin.api_versions(r, self.supported),
             19: lambda r, c: admin.create_topics(r, backend),
             20: lambda r, c: admin.delete_topics(r, backend),
+            22: lambda r, c: records.init_producer_id(r, backend),
             32: lambda r, c: admin.describe_configs(r, backend),
             44: lambda r, c: admin.incremental_alter_configs(r, backend),
             76: lambda r, c: share.heartbeat(r, backend),

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping
 
 from store import partition_log as pl
 from store import record_batch as rb
+from store.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
 from wire.backend import FetchedPartition, ProduceResult
 
 __all__ = ["LogRegistry", "LEADER_EPOCH"]
@@ -115,7 +116,9 @@ class LogRegistry:
     def append(self, topic: str, partition: int, records: bytes) -> ProduceResult:
         """Validate and append one Produce partition; advances the high watermark to the log end
         offset. Errors: CORRUPT_MESSAGE (CRC, structure), INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE,
-        MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR."""
+        MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR, and for idempotent producers
+        INVALID_PRODUCER_EPOCH and OUT_OF_ORDER_SEQUENCE_NUMBER; a retried idempotent batch gets
+        the offset it was first written at."""
         lg = self.open(topic, partition)
         try:
             info = lg.append_as_leader(records, LEADER_EPOCH, _now_ms())
@@ -131,6 +134,12 @@ class LogRegistry:
             return ProduceResult("RECORD_LIST_TOO_LARGE", message=str(exc))
         except pl.KafkaStorageError as exc:
             return ProduceResult("KAFKA_STORAGE_ERROR", message=str(exc))
+        except InvalidProducerEpochError as exc:
+            return ProduceResult("INVALID_PRODUCER_EPOCH", message=str(exc))
+        except OutOfOrderSequenceError as exc:
+            return ProduceResult("OUT_OF_ORDER_SEQUENCE_NUMBER", message=str(exc))
+        if info.duplicate:
+            return ProduceResult(None, info.first_offset, -1, info.log_start_offset)
         lg.update_high_watermark(info.last_offset + 1)
         with self._data:
             self._version += 1

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32, i64
+from kio.static.primitive import i16, i32, i64
 
 from wire.backend import Backend
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
@@ -57,6 +57,22 @@ def produce(req: DecodedRequest, backend: Backend) -> Any:
     if acks == 0:
         return None
     return build(cls, responses=tuple(topics), throttle_time=NO_THROTTLE)
+
+
+def init_producer_id(req: DecodedRequest, backend: Backend) -> Any:
+    """InitProducerId (v0-5) for idempotent producers: a new producer id with epoch 0 (KIP-98).
+    As Kafka's ``KafkaApis.handleInitProducerIdRequest``: a producer id without an epoch (or the
+    reverse) is INVALID_REQUEST; a transactional id is answered UNSUPPORTED_VERSION (Shoal has no
+    transaction coordinator)."""
+    body = req.body
+    cls = response_class(22, req.api_version)
+    pid = int(getattr(body, "producer_id", -1))
+    epoch = int(getattr(body, "producer_epoch", -1))
+    if (pid == -1) != (epoch == -1):
+        err, new_pid, new_epoch = "INVALID_REQUEST", -1, -1
+    else:
+        err, new_pid, new_epoch = backend.init_producer_id(body.transactional_id, pid, epoch)
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(err), producer_id=i64(new_pid), producer_epoch=i16(new_epoch))
 
 
 def _ms_to_tz(ms: int) -> Any:

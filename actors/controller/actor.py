@@ -42,6 +42,8 @@ from actors.base import EventSourcedActor, PersistError
 from actors.controller import frontiers as fr
 from actors.controller import topics as tp
 from actors.controller.messages import (
+    AllocateProducerIdsReply,
+    AllocateProducerIdsRequest,
     AlterPartitionRequest,
     BrokerFailedNotice,
     ChildAddress,
@@ -76,6 +78,7 @@ from actors.controller.messages import (
     TopicMetadata,
 )
 from actors.controller.state import (
+    AllocateProducerIds,
     AlterPartition,
     BrokerFailed,
     ControllerState,
@@ -336,6 +339,18 @@ class ControllerActor(EventSourcedActor):
             used.add(tid)
             ids.append((t.name, tid))
         return tp.CreateTopics(tuple(topics), validate_only, tuple(ids))
+
+    def receiveMsg_AllocateProducerIdsRequest(self, msg: AllocateProducerIdsRequest, sender: Any) -> None:
+        """AllocateProducerIds → :class:`AllocateProducerIdsReply` with the next block of producer
+        ids, persisted (``ProducerIdsAllocated``) before the reply so no id is handed out twice."""
+
+        def reply(d: Decision | fr.Rejected, _changes: Any) -> AllocateProducerIdsReply:
+            if isinstance(d, fr.Rejected):
+                return AllocateProducerIdsReply(d.kafka_error)
+            first, size = d.reply
+            return AllocateProducerIdsReply(None, first, size)
+
+        self._execute(AllocateProducerIds(int(msg.broker_id)), sender, reply)
 
     def receiveMsg_DeleteTopicsRequest(self, msg: DeleteTopicsRequest, sender: Any) -> None:
         """DeleteTopics → :class:`DeleteTopicsReply`; the topics' collections are dropped once their holds drain."""

@@ -41,6 +41,8 @@ from typing import Any, Sequence
 from actors.messages import _Msg
 
 __all__ = [
+    "AllocateProducerIdsReply",
+    "AllocateProducerIdsRequest",
     "AlterPartitionRequest",
     "BrokerFailedNotice",
     "ChildAddress",
@@ -99,6 +101,28 @@ class CreateTopicsReply(_Msg):
 
     def __init__(self, results: Sequence[Any]) -> None:
         self.results = list(results)
+
+
+class AllocateProducerIdsRequest(_Msg):
+    """A broker's InitProducerId ran out of producer ids: allocate the next block to
+    ``broker_id`` (Kafka's AllocateProducerIds). Reply :class:`AllocateProducerIdsReply`."""
+
+    __slots__ = ("broker_id",)
+
+    def __init__(self, broker_id: int) -> None:
+        self.broker_id = broker_id
+
+
+class AllocateProducerIdsReply(_Msg):
+    """``error`` (a Kafka error name or ``None``) and the block ``[first_producer_id,
+    first_producer_id + block_size)``, persisted before this reply."""
+
+    __slots__ = ("error", "first_producer_id", "block_size")
+
+    def __init__(self, error: str | None, first_producer_id: int = -1, block_size: int = 0) -> None:
+        self.error = error
+        self.first_producer_id = first_producer_id
+        self.block_size = block_size
 
 
 class DeleteTopicsRequest(_Msg):

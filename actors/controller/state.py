@@ -35,6 +35,7 @@ from events.controller import (
     CollectionsDropRequested,
     PartitionChanged,
     PolicyChange,
+    ProducerIdsAllocated,
     ReadPoliciesSet,
     TopicConfigsAltered,
     TopicCreated,
@@ -43,6 +44,8 @@ from events.controller import (
 )
 
 __all__ = [
+    "AllocateProducerIds",
+    "PRODUCER_ID_BLOCK_SIZE",
     "AlterPartition",
     "BrokerFailed",
     "ControllerState",
@@ -58,6 +61,19 @@ __all__ = [
 ]
 
 SHARE_HOLDER_PREFIX = "share:"
+
+#: Kafka ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``: producer ids handed to a broker at a time
+PRODUCER_ID_BLOCK_SIZE = 1000
+_MAX_PRODUCER_ID = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class AllocateProducerIds:
+    """A broker needs a new block of producer ids (Kafka's AllocateProducerIds RPC, decided by
+    ``ProducerIdControlManager.generateNextProducerId``). Reply: ``(first_producer_id,
+    block_size)``; rejected with UNKNOWN_SERVER_ERROR once the int64 id space is exhausted."""
+
+    broker_id: int
 
 
 @dataclass
@@ -134,16 +150,19 @@ class ControllerState:
     def __init__(self, static_config: Mapping[str, str] | None = None, brokers: Sequence[int] = (1,)) -> None:
         self.topics = tp.TopicsState(static_config, brokers)
         self.frontiers = fr.FrontierState()
+        #: the first producer id of the next block (every id below it was handed out)
+        self.next_producer_id = 0
         self.version = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The evented state as a JSON-able dict (snapshots; equality after restart)."""
-        return {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict()}
+        return {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict(), "next_producer_id": self.next_producer_id}
 
     def load_dict(self, d: Mapping[str, Any], version: int) -> None:
         """Replace the evented state with a :meth:`to_dict` snapshot folded up to ``version``."""
         self.topics.load_dict(d["topics"])
         self.frontiers = fr.FrontierState.from_dict(d["frontiers"])
+        self.next_producer_id = int(d.get("next_producer_id", 0))  # snapshots before producer ids: none handed out
         self.version = version
 
     def collection_topic(self, collection_id: str) -> tp.Topic | None:
@@ -252,6 +271,11 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
             if changes:
                 events.append(ReadPoliciesSet(tuple(changes), now_ms))
         return Decision(events, results)
+    if isinstance(cmd, AllocateProducerIds):
+        first = state.next_producer_id
+        if first > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
+            return fr.Rejected("ProducerIdsExhausted", "Exhausted all producerIds as the next block's end producerId would exceed the int64 range", "UNKNOWN_SERVER_ERROR")
+        return Decision([ProducerIdsAllocated(cmd.broker_id, first, PRODUCER_ID_BLOCK_SIZE)], (first, PRODUCER_ID_BLOCK_SIZE))
     if isinstance(cmd, ReconcilePolicies):
         changes = _policy_changes(state, state.topics, now_ms)
         return Decision([ReadPoliciesSet(tuple(changes), now_ms)] if changes else [], None)
@@ -399,5 +423,8 @@ def apply(state: ControllerState, event: Any) -> list[fr.SinceChange]:
     """Apply ``event`` in place; returns the since changes it caused (compaction signals)."""
     if isinstance(event, _TOPIC_EVENTS):
         tp.evolve(state.topics, event)
+        return []
+    if isinstance(event, ProducerIdsAllocated):
+        state.next_producer_id = max(state.next_producer_id, event.first_producer_id + event.block_size)
         return []
     return state.frontiers.apply(event)

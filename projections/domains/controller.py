@@ -120,6 +120,13 @@ HOLDS = SnapshotTable(
 )
 
 
+PRODUCER_IDS = SnapshotTable(
+    "controller_producer_ids",
+    pa.schema([("stream_id", pa.string()), ("next_producer_id", pa.int64())]),
+    ("stream_id",),
+)
+
+
 def to_rows(stream_id: str, st) -> dict:
     """Snapshot rows of one folded ``ControllerState``."""
     from actors.controller.frontiers import policy_to_json
@@ -170,6 +177,8 @@ def to_rows(stream_id: str, st) -> dict:
         FRONTIERS.name: fronts,
         DEPENDENCIES.name: deps,
         HOLDS.name: holds,
+        # the first id of the next producer-id block (KIP-98): a row once a block was handed out
+        PRODUCER_IDS.name: [{"stream_id": stream_id, "next_producer_id": st.next_producer_id}] if st.next_producer_id else [],
     }
 
 
@@ -429,6 +438,12 @@ FROM ev_controller_CollectionsCreated__collections__dependencies d
 JOIN ctl_since s ON s.stream_id = d.stream_id AND s.collection_id = d.collection_id
 """
 
+_PRODUCER_IDS_SQL = """
+SELECT stream_id, max(first_producer_id + block_size) AS next_producer_id
+FROM ev_controller_ProducerIdsAllocated
+GROUP BY stream_id
+"""
+
 _HOLDS_SQL = """
 SELECT h.stream_id, h.collection_id, h.holder, h."offset", h.n AS "count"
 FROM ctl_held h
@@ -465,7 +480,7 @@ def build() -> DomainProjection:
     return DomainProjection(
         name="controller",
         event_types=event_types,
-        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS),
+        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS),
         initial=lambda _sid: cs.ControllerState(),
         evolve=cs.evolve,
         to_rows=to_rows,
@@ -478,6 +493,7 @@ def build() -> DomainProjection:
             FRONTIERS.name: _FRONTIERS_SQL,
             DEPENDENCIES.name: _DEPENDENCIES_SQL,
             HOLDS.name: _HOLDS_SQL,
+            PRODUCER_IDS.name: _PRODUCER_IDS_SQL,
         },
         decode_state=decode_state,
         encode_state=lambda st: json.dumps(st.to_dict(), separators=(",", ":")).encode(),

@@ -332,6 +332,30 @@ def test_restart_intensity_gives_up(asys, sqlite_url):
 # --- pickling ----------------------------------------------------------------------------------------
 
 
+def test_producer_id_blocks_are_persisted_and_never_handed_out_twice(event_log_url):
+    """AllocateProducerIds (Kafka ``ProducerIdControlManager``): consecutive blocks of 1000, each
+    persisted before the reply; after a restart the next block starts after the last one."""
+    asys = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        ctl, _ = start(asys, event_log_url)
+        a = asys.ask(ctl, M.AllocateProducerIdsRequest(1), T)
+        b = asys.ask(ctl, M.AllocateProducerIdsRequest(1), T)
+        assert (a.error, a.first_producer_id, a.block_size) == (None, 0, 1000)
+        assert (b.error, b.first_producer_id) == (None, 1000)
+    finally:
+        asys.shutdown()
+    asys = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
+    try:
+        ctl, _ = start(asys, event_log_url)
+        assert asys.ask(ctl, M.AllocateProducerIdsRequest(1), T).first_producer_id == 2000
+    finally:
+        asys.shutdown()
+    state = S.ControllerState()
+    state.next_producer_id = 2**63 - 500
+    rejected = S.decide(state, S.AllocateProducerIds(1), 0)
+    assert isinstance(rejected, fr.Rejected) and rejected.kafka_error == "UNKNOWN_SERVER_ERROR"
+
+
 def _samples():
     ct = tp.CreatableTopic("t", 1, 1, ((0, (1,)),), (("retention.ms", "5"),))
     entry = tp.ConfigEntry("retention.ms", "5", "DYNAMIC_TOPIC_CONFIG", False, False, (("retention.ms", "5", "DYNAMIC_TOPIC_CONFIG"),), "LONG")
@@ -371,6 +395,8 @@ def _samples():
         M.ChildStopped("k", "n"),
         M.StateDumpRequest(),
         M.StateDump(3, {"topics": {}}),
+        M.AllocateProducerIdsRequest(1),
+        M.AllocateProducerIdsReply(None, 1000, 1000),
     ]
 
 

@@ -501,3 +501,38 @@ def test_idle_share_group_passivates_and_rehydrates(daemon_factory):
     assert len(d.all_pids()) < with_actor
     produce(bs, "naps", [f"b{i}" for i in range(10)], partitioner=lambda i: 0)
     assert sorted(consume(10)) == sorted(f"b{i}" for i in range(10))
+
+
+def _init_producer_id(port: int) -> tuple[int, int, int]:
+    """InitProducerId v4 without a transactional id over a raw socket: ``(error, id, epoch)``."""
+    import datetime
+
+    from kio.schema.init_producer_id.v4.request import InitProducerIdRequest
+    from kio.static.primitive import i16, i64
+
+    from wire.protocol import decode_response, encode_request, request_header
+
+    req = InitProducerIdRequest(transactional_id=None, transaction_timeout=datetime.timedelta(seconds=60), producer_id=i64(-1), producer_epoch=i16(-1))
+    _, r = decode_response(raw_request(port, encode_request(request_header(22, 4, 5), req)), 22, 4)
+    return int(r.error_code), int(r.producer_id), int(r.producer_epoch)
+
+
+def test_idempotent_producer_and_producer_ids_across_a_restart(daemon_factory):
+    """KIP-98: confluent-kafka with ``enable.idempotence`` (Java's default) gets a producer id from
+    InitProducerId and every record lands once, offsets gap-free; producer ids come from blocks the
+    controller persists, so a restarted daemon never hands out an id twice."""
+    d = daemon_factory()
+    create_topic(d.bootstrap, "idem", 2)
+    acked = produce(d.bootstrap, "idem", [f"r{i}" for i in range(2000)], partitioner=lambda i: i % 2, **{"enable.idempotence": True})
+    assert len(acked) == 2000
+    for part in (0, 1):
+        offsets = sorted(o for p, o in acked.values() if p == part)
+        assert offsets == list(range(1000))  # each record once, no gap, no duplicate
+        assert list_offsets(d.port, "idem", part, -1) == (0, 1000)
+    err, first, epoch = _init_producer_id(d.port)
+    assert err == 0 and epoch == 0 and first >= 1  # the producer above took an id already
+    assert _init_producer_id(d.port)[1] == first + 1
+    d.stop()
+    d2 = daemon_factory(data_dir=d.data_dir, port=d.port)
+    err, after, _ = _init_producer_id(d2.port)
+    assert err == 0 and after >= 1000 > first  # a new block: the old block's ids are never reused

@@ -79,6 +79,7 @@ _op = st.one_of(
     st.tuples(st.just("release"), st.sampled_from(_HOLDERS + ["export:x1", "collection:x0"])),
     st.tuples(st.just("drop"), _small),
     st.tuples(st.just("delete_records"), _small, st.integers(-1, 40)),
+    st.tuples(st.just("producer_ids"), st.integers(1, 3)),
 )
 
 
@@ -192,6 +193,8 @@ def _command(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
     if kind == "delete_records":
         cid = _pick(cols, op[1])
         return fr.DeleteRecords(cid, op[2]) if cid else None
+    if kind == "producer_ids":
+        return S.AllocateProducerIds(op[1])
     raise AssertionError(kind)
 
 
