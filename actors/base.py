@@ -30,7 +30,7 @@ from thespian.actors import (
     WakeupMessage,
 )
 
-from actors.messages import AppendEvents, AppendFailed, EventsAppended, Failure
+from actors.messages import AppendEvents, AppendFailed, EventsAppended, Failure, ReadStream, SaveSnapshot, StreamPage
 from store.event_log import AppendRequest, AppendResult, ConcurrencyError, EventLog, open_event_log
 
 __all__ = ["EventSourcedActor", "PersistError", "ShoalActor", "event_log_for", "freeze_inherited_heap"]
@@ -153,23 +153,79 @@ class EventSourcedActor(ShoalActor):
 
     ``then`` receives the list of :class:`AppendResult` (or a :class:`PersistError`) once the
     events are durable. With the direct log it runs before ``persist`` returns.
+
+    Reads go the same way: :meth:`read_events` (recovery pages, with the snapshot) and
+    :meth:`store_snapshot` use the journal when there is one, so the actor's process never opens
+    the log; :attr:`event_log` opens it on first use for actors that read it directly.
     """
 
     _event_log: EventLog | None = None
+    _log_config: dict[str, Any] | None = None
     _journal: Any = None
 
-    def attach_event_log(self, config: dict[str, Any], journal: Any = None) -> EventLog:
-        """Open the process's event log for ``config`` and use the JournalActor at ``journal``
-        (``None``: append directly). Returns the :class:`EventLog` (for recovery reads)."""
-        self._event_log = event_log_for(config)
+    def attach_event_log(self, config: dict[str, Any], journal: Any = None) -> None:
+        """Use the event log of ``config`` and the JournalActor at ``journal`` (``None``: append
+        and read directly). Nothing is opened here: :attr:`event_log` opens the process's log on
+        first use (never, for an actor that reads and writes through the journal only)."""
+        self._log_config = dict(config)
+        self._event_log = None
         self._journal = journal
-        return self._event_log
 
     @property
     def event_log(self) -> EventLog:
+        """The process's :class:`EventLog` (opened on first use). Raises ``RuntimeError`` before
+        :meth:`attach_event_log`."""
         if self._event_log is None:
-            raise RuntimeError(f"{type(self).__name__} has no event log yet (not configured)")
+            if self._log_config is None:
+                raise RuntimeError(f"{type(self).__name__} has no event log yet (not configured)")
+            self._event_log = event_log_for(self._log_config)
         return self._event_log
+
+    def read_events(
+        self,
+        stream_id: str,
+        from_version: int,
+        limit: int,
+        then: Callable[[StreamPage | PersistError], None],
+        with_snapshot: bool = False,
+    ) -> None:
+        """Read up to ``limit`` events of ``stream_id`` from ``from_version`` (inclusive) — after
+        the latest snapshot when ``with_snapshot`` and it is newer — and call ``then`` with a
+        :class:`StreamPage` (``snapshot``, ``events``, ``last_position``) or a
+        :class:`PersistError` (``"STORAGE"``). Through the journal (messages meanwhile are stashed,
+        as for :meth:`persist`) or, without one, directly before returning."""
+        if self._journal is None:
+            try:
+                elog = self.event_log
+                snap = elog.load_snapshot(stream_id) if with_snapshot else None
+                start = max(from_version, snap.stream_version + 1) if snap is not None else from_version
+                page = StreamPage(0, snap, elog.read_stream(stream_id, start, limit=limit), elog.last_position())
+            except Exception as exc:  # storage down
+                log.exception("reading %s failed", stream_id)
+                then(PersistError("STORAGE", f"{type(exc).__name__}: {exc}"))
+                return
+            then(page)
+            return
+        corr = self._await(then)
+        self.send(self._journal, ReadStream(corr, stream_id, from_version, limit, with_snapshot))
+
+    def store_snapshot(self, stream_id: str, stream_version: int, state: bytes, position: int = 0) -> None:
+        """Save ``state`` as the snapshot of ``stream_id`` at ``stream_version``: through the
+        journal (asynchronous, failures logged there) or directly (raises on failure)."""
+        if self._journal is None:
+            self.event_log.save_snapshot(stream_id, stream_version, state, position)
+        else:
+            self.send(self._journal, SaveSnapshot(stream_id, stream_version, bytes(state), position))
+
+    def _await(self, then: Callable[..., None]) -> int:
+        """Register ``then`` for the journal's reply; returns its correlation id."""
+        if not hasattr(self, "_pending"):
+            self._pending: dict[int, Callable[..., None]] = {}
+            self._stash: list[tuple[Any, Any]] = []
+            self._ids = itertools.count(1)
+        corr = next(self._ids)
+        self._pending[corr] = then
+        return corr
 
     def persist(
         self, requests: Sequence[AppendRequest], then: Callable[[list[AppendResult] | PersistError], None]
@@ -191,20 +247,18 @@ class EventSourcedActor(ShoalActor):
                 return
             then(results)
             return
-        if not hasattr(self, "_pending"):
-            self._pending: dict[int, Callable[..., None]] = {}
-            self._stash: list[tuple[Any, Any]] = []
-            self._ids = itertools.count(1)
-        corr = next(self._ids)
-        self._pending[corr] = then
+        corr = self._await(then)
         self.send(self._journal, AppendEvents(corr, list(requests)))
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
         pending = getattr(self, "_pending", None)
-        if isinstance(msg, (EventsAppended, AppendFailed)) and pending is not None:
+        if isinstance(msg, (EventsAppended, AppendFailed, StreamPage)) and pending is not None:
             then = pending.pop(msg.correlation_id, None)
             if then is not None:
-                then(msg.results if isinstance(msg, EventsAppended) else PersistError(msg.error, msg.message))
+                if isinstance(msg, AppendFailed):
+                    then(PersistError(msg.error, msg.message))
+                else:
+                    then(msg.results if isinstance(msg, EventsAppended) else msg)
             while not self._pending and self._stash:
                 stashed, stashed_sender = self._stash.pop(0)
                 super().receiveMessage(stashed, stashed_sender)

@@ -6,20 +6,38 @@ flushes them as one transaction (``EventLog.append_many``, per-request outcomes)
 ``event.log.journal.max.batch`` requests are waiting or after ``event.log.journal.linger.ms``
 (default 0: at the next turn of the actor's loop, which lets messages that already arrived join).
 Each sender gets :class:`EventsAppended` or :class:`AppendFailed` for exactly its own request.
+
+It also serves the other actors' reads (:class:`ReadStream` → :class:`StreamPage`: snapshot and
+stream pages at recovery) and snapshot saves (:class:`SaveSnapshot`), so in the daemon the event
+log is opened by this process (and the controller) only: a share-group or RLMM actor process holds
+no database connection — the memory of ~150 actor processes, and as many PostgreSQL connections.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
 from actors.base import ShoalActor, event_log_for
-from actors.messages import AppendEvents, AppendFailed, Configure, Configured, EventsAppended, Failure
+from actors.messages import (
+    AppendEvents,
+    AppendFailed,
+    Configure,
+    Configured,
+    EventsAppended,
+    Failure,
+    ReadStream,
+    SaveSnapshot,
+    StreamPage,
+)
 from store.event_log import AppendResult, ConcurrencyError
 
 __all__ = ["JournalActor"]
 
 _FLUSH = "journal-flush"
+
+log = logging.getLogger("shoal.journal")
 
 
 class JournalActor(ShoalActor):
@@ -51,6 +69,33 @@ class JournalActor(ShoalActor):
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self.wakeupAfter(self._linger, payload=_FLUSH)
+
+    def receiveMsg_ReadStream(self, msg: ReadStream, sender: Any) -> None:
+        """Serve an actor's recovery read (actor processes never open the log themselves: no
+        connection, page cache or SQLAlchemy state in each of them). Pending appends commit first."""
+        if self._log is None:
+            self.send(sender, AppendFailed(msg.correlation_id, "STORAGE", "journal not configured"))
+            return
+        self._flush()
+        try:
+            snap = self._log.load_snapshot(msg.stream_id) if msg.with_snapshot else None
+            start = max(msg.from_version, snap.stream_version + 1) if snap is not None else msg.from_version
+            events = self._log.read_stream(msg.stream_id, start, limit=msg.limit)
+            last = self._log.last_position()
+        except Exception as exc:  # storage failure: the reader stays not ready and may retry
+            log.exception("journal: reading %s failed", msg.stream_id)
+            self.send(sender, AppendFailed(msg.correlation_id, "STORAGE", f"{type(exc).__name__}: {exc}"))
+            return
+        self.send(sender, StreamPage(msg.correlation_id, snap, events, last))
+
+    def receiveMsg_SaveSnapshot(self, msg: SaveSnapshot, sender: Any) -> None:
+        """Store an actor's snapshot (best effort, logged on failure: the events are the truth)."""
+        if self._log is None:
+            return
+        try:
+            self._log.save_snapshot(msg.stream_id, msg.stream_version, msg.state, msg.position)
+        except Exception:
+            log.exception("journal: snapshot of %s at version %s failed", msg.stream_id, msg.stream_version)
 
     def on_wakeup(self, payload: Any) -> None:
         if payload == _FLUSH:

@@ -20,7 +20,10 @@ __all__ = [
     "Failure",
     "NotReady",
     "Passivating",
+    "ReadStream",
+    "SaveSnapshot",
     "StatusRequest",
+    "StreamPage",
     "StatusReply",
 ]
 
@@ -155,3 +158,46 @@ class StatusReply(_Msg):
         self.name = name
         self.ready = ready
         self.counts = counts
+
+
+class ReadStream(_Msg):
+    """To the JournalActor: read events of ``stream_id`` from ``from_version`` (inclusive), at
+    most ``limit``; with ``with_snapshot`` first load the stream's latest snapshot and start after
+    it when it is newer. Buffered appends are committed first, so the page sees every append the
+    journal acknowledged. Reply :class:`StreamPage`, or :class:`AppendFailed` (``"STORAGE"``)."""
+
+    __slots__ = ("correlation_id", "stream_id", "from_version", "limit", "with_snapshot")
+
+    def __init__(self, correlation_id: int, stream_id: str, from_version: int, limit: int, with_snapshot: bool = False) -> None:
+        self.correlation_id = correlation_id
+        self.stream_id = stream_id
+        self.from_version = from_version
+        self.limit = limit
+        self.with_snapshot = with_snapshot
+
+
+class StreamPage(_Msg):
+    """From the JournalActor: ``snapshot`` (a ``store.event_log.Snapshot`` or ``None``; only when
+    asked), ``events`` (``RecordedEvent`` list in version order) and the log's ``last_position``."""
+
+    __slots__ = ("correlation_id", "snapshot", "events", "last_position")
+
+    def __init__(self, correlation_id: int, snapshot: Any, events: Sequence[Any], last_position: int) -> None:
+        self.correlation_id = correlation_id
+        self.snapshot = snapshot
+        self.events = list(events)
+        self.last_position = last_position
+
+
+class SaveSnapshot(_Msg):
+    """To the JournalActor: store ``state`` (bytes) as the snapshot of ``stream_id`` at
+    ``stream_version`` (global ``position`` if known). No reply; a failure is logged there (a
+    snapshot is only an optimisation)."""
+
+    __slots__ = ("stream_id", "stream_version", "state", "position")
+
+    def __init__(self, stream_id: str, stream_version: int, state: bytes, position: int = 0) -> None:
+        self.stream_id = stream_id
+        self.stream_version = stream_version
+        self.state = state
+        self.position = position

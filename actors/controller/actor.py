@@ -197,7 +197,8 @@ class ControllerActor(EventSourcedActor):
             if rest and "." not in rest:
                 self._sup.register(rest, str(value))
         try:
-            elog = self.attach_event_log(self._config, msg.journal)
+            self.attach_event_log(self._config, msg.journal)
+            elog = self.event_log
             self.state = self._recover(elog)
         except Exception as exc:
             log.exception("controller recovery failed")

@@ -7,7 +7,8 @@ Life cycle (DESIGN.md "fail closed"):
 2. ``Configure(config, name="rlmm:<p>", journal)``: load the latest snapshot of the stream (its
    stream version is the per-partition position), then fold the tail page by page
    (``shoal.rlmm.recovery.page.events``, default 10 000), sending itself a :class:`RecoverStep`
-   between pages; requests arriving meanwhile get ``NotReady``. When caught up the state is
+   between pages; requests arriving meanwhile get ``NotReady``. With a journal the snapshot and
+   the pages are read through it (``ReadStream``), so this process never opens the log. When caught up the state is
    initialized and the configurer gets ``Configured(name, position, events_replayed)``.
 3. Ready: writes are decided (pure), appended with the exact expected stream version (through
    the JournalActor when one is given), folded, and answered :class:`MetadataStored`; queries
@@ -124,31 +125,50 @@ class RlmmPartitionActor(EventSourcedActor):
         self._generation += 1
         self._configurer = sender
         self._replayed = 0
-        state = None
-        snap = self.event_log.load_snapshot(self.name)
-        if snap is not None:
-            try:
-                state = MetadataPartitionState.from_snapshot(snap.state)
-            except ValueError as exc:
-                log.warning("%s: ignoring snapshot at version %d: %s", self.name, snap.stream_version, exc)
-        self.state = state or MetadataPartitionState(p)
-        self._snapshot_version = self.state.version
-        self.send(self.myAddress, RecoverStep(self._generation))
+        self.state = None
+        gen = self._generation
+        self.read_events(self.name, 1, self.page, lambda page: self._on_recovery_page(gen, page, True), with_snapshot=True)
 
     def receiveMsg_RecoverStep(self, msg: RecoverStep, sender: Any) -> None:
-        """Fold one page (``shoal.rlmm.recovery.page.events``) of the stream tail; send
-        another step while pages come back full, else mark the state initialized, become ready,
-        maybe snapshot and answer ``Configured(name, position, events_replayed)``. Steps of an
-        older ``Configure`` (generation) are ignored."""
+        """Read the next page (``shoal.rlmm.recovery.page.events``) of the stream tail; its
+        events are folded by :meth:`_on_recovery_page`. Steps of an older ``Configure``
+        (generation) are ignored."""
         if msg.generation != self._generation or self.ready or self.state is None:
             return
-        batch = self.event_log.read_stream(self.name, self.state.version + 1, limit=self.page)
+        gen = msg.generation
+        self.read_events(self.name, self.state.version + 1, self.page, lambda page: self._on_recovery_page(gen, page, False))
+
+    def _on_recovery_page(self, gen: int, page: Any, first: bool) -> None:
+        """Fold one recovery page (the first carries the snapshot, if any; an undecodable one is
+        ignored: full replay). A full page sends another :class:`RecoverStep` (requests arriving
+        in between get ``NotReady``); a short one marks the state initialized, makes the actor
+        ready, maybe snapshots and answers ``Configured(name, position, events_replayed)``. A
+        read failure answers ``Failure("KafkaStorageException")`` and leaves the actor not ready."""
+        if gen != self._generation or self.ready:
+            return
+        if isinstance(page, PersistError):
+            log.error("%s: recovery read failed: %s", self.name, page)
+            self.send(self._configurer, Failure("KafkaStorageException", f"recovery failed: {page}"))
+            return
+        if first:
+            state = None
+            if page.snapshot is not None:
+                try:
+                    state = MetadataPartitionState.from_snapshot(page.snapshot.state)
+                except ValueError as exc:
+                    log.warning("%s: ignoring snapshot at version %d: %s", self.name, page.snapshot.stream_version, exc)
+            self.state = state or MetadataPartitionState(self.metadata_partition)
+            self._snapshot_version = self.state.version
+            if page.snapshot is not None and state is None:
+                self.send(self.myAddress, RecoverStep(gen))  # the page started after the bad snapshot: replay all
+                return
+        assert self.state is not None
         with gc_paused():
-            for rec in batch:
+            for rec in page.events:
                 self.state.evolve(rec.decode(), rec.stream_version, rec.position)
-        self._replayed += len(batch)
-        if len(batch) == self.page:
-            self.send(self.myAddress, RecoverStep(msg.generation))
+        self._replayed += len(page.events)
+        if len(page.events) == self.page:
+            self.send(self.myAddress, RecoverStep(gen))
             return
         self.state.mark_initialized()
         self.ready = True
@@ -208,8 +228,9 @@ class RlmmPartitionActor(EventSourcedActor):
             """After the append: on a version conflict fold the other writer's events and retry (up to 3 attempts), else fold the event and reply."""
             if isinstance(results, PersistError):
                 if results.error == "CONCURRENCY" and attempt < _MAX_WRITE_ATTEMPTS:
-                    self._catch_up()  # another writer appended to the stream: fold it, retry
-                    self._append(sender, event, stored, attempt + 1)
+                    # another writer appended to the stream: fold its events, then retry
+                    self._catch_up(lambda err: self._append(sender, event, stored, attempt + 1) if err is None
+                                   else self.send(sender, Failure("KafkaException", err)))
                     return
                 self.send(sender, Failure("KafkaException", str(results)))
                 return
@@ -223,17 +244,24 @@ class RlmmPartitionActor(EventSourcedActor):
 
         self.persist([AppendRequest(self.name, [stored], expected)], then)
 
-    def _catch_up(self) -> int:
+    def _catch_up(self, then: Callable[[str | None], None]) -> None:
+        """Fold the stream's events after the state's version, a page at a time, then call
+        ``then(None)`` (or ``then(message)`` when the log cannot be read)."""
         state = self.state
         assert state is not None
-        n = 0
-        while True:
-            batch = self.event_log.read_stream(self.name, state.version + 1, limit=self.page)
-            for rec in batch:
+
+        def on_page(page: Any) -> None:
+            if isinstance(page, PersistError):
+                then(str(page))
+                return
+            for rec in page.events:
                 state.evolve(rec.decode(), rec.stream_version, rec.position)
-            n += len(batch)
-            if len(batch) < self.page:
-                return n
+            if len(page.events) < self.page:
+                then(None)
+            else:
+                self.read_events(self.name, state.version + 1, self.page, on_page)
+
+        self.read_events(self.name, state.version + 1, self.page, on_page)
 
     # --- queries ---------------------------------------------------------------------------------
     def _query(self, sender: Any, tp: TopicIdPartition, fn: Callable[[Any], Any]) -> None:
@@ -311,7 +339,7 @@ class RlmmPartitionActor(EventSourcedActor):
         state = self.state
         if state is None or state.version == 0 or state.version == self._snapshot_version:
             return
-        self.event_log.save_snapshot(self.name, state.version, state.to_snapshot(), state.position)
+        self.store_snapshot(self.name, state.version, state.to_snapshot(), state.position)
         self._snapshot_version = state.version
 
     def _maybe_snapshot(self) -> None:

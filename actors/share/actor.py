@@ -258,52 +258,71 @@ class ShareGroupActor(EventSourcedActor):
         self._group_id = msg.name
         self._stream = stream_id_for(msg.name)
         self._sessions = ShareSessions(self._broker.max_share_sessions)
-        now = _now_ms()
-        try:
-            self.attach_event_log(msg.config, msg.journal)
-            replayed = self._recover(now)
-        except Exception as exc:  # storage down: stay not ready
-            log.exception("share group %s: recovery failed", msg.name)
-            self.send(sender, Failure("COORDINATOR_LOAD_IN_PROGRESS", f"recovery failed: {type(exc).__name__}: {exc}"))
-            return
-        self._ready = True
-        self._last_activity_ms = now
-        self._schedule(now)
-        self.send(sender, Configured(msg.name, self.event_log.last_position(), replayed))
+        self.attach_event_log(msg.config, msg.journal)
+        self._recovery_gen = getattr(self, "_recovery_gen", 0) + 1
+        self._recover(self._recovery_gen, msg.name, sender)
 
-    def _recover(self, now_ms: int) -> int:
-        state = ShareGroupState(self._group_id, self._broker)
-        version = 0
-        snap = self.event_log.load_snapshot(self._stream)
-        if snap is not None:
+    #: events per recovery page
+    RECOVERY_PAGE = 1000
+
+    def _recover(self, gen: int, name: str, configurer: Any) -> None:
+        """Recover from the latest snapshot and the stream's tail, a page at a time through
+        :meth:`read_events` (the journal in the daemon: this process opens no database), then
+        become ready and answer ``Configured`` — or ``Failure(COORDINATOR_LOAD_IN_PROGRESS)`` when
+        the log cannot be read or an event cannot be applied (the actor stays not ready); with
+        ``configurer`` ``None`` (a reload after another writer's append) nobody is answered.
+        Messages arriving meanwhile wait in the stash; a newer ``Configure`` (``gen``) supersedes."""
+        acc = {"state": ShareGroupState(self._group_id, self._broker), "version": 0, "snap": None, "replayed": 0}
+
+        def failed(text: str) -> None:
+            log.error("share group %s: recovery failed: %s", name, text)
+            if configurer is not None:
+                self.send(configurer, Failure("COORDINATOR_LOAD_IN_PROGRESS", f"recovery failed: {text}"))
+
+        def on_page(page: Any, first: bool) -> None:
+            if gen != self._recovery_gen:
+                return  # a later Configure restarted recovery
+            if isinstance(page, PersistError):
+                failed(str(page))
+                return
+            if first and page.snapshot is not None:
+                snap = page.snapshot
+                try:
+                    acc["state"] = ShareGroupState.loads(snap.state, self._group_id, self._broker)
+                    acc["version"], acc["snap"] = snap.stream_version, snap
+                except Exception:
+                    log.warning("share group %s: unreadable snapshot at version %s, replaying from the start",
+                                self._group_id, snap.stream_version, exc_info=True)
+                    self.read_events(self._stream, 1, self.RECOVERY_PAGE, lambda p: on_page(p, False))
+                    return
             try:
-                state = ShareGroupState.loads(snap.state, self._group_id, self._broker)
-                version = snap.stream_version
-            except Exception:
-                log.warning("share group %s: unreadable snapshot at version %s, replaying from the start",
-                            self._group_id, snap.stream_version, exc_info=True)
-                state, version = ShareGroupState(self._group_id, self._broker), 0
-                snap = None  # write a good one soon
-        replayed = 0
-        while True:
-            page = self.event_log.read_stream(self._stream, version + 1, limit=1000)
-            if not page:
-                break
-            for rec in page:
-                state.apply(decode_recorded(rec))
-                version = rec.stream_version
-                replayed += 1
+                for rec in page.events:
+                    acc["state"].apply(decode_recorded(rec))
+                    acc["version"] = rec.stream_version
+                    acc["replayed"] += 1
+            except Exception as exc:
+                failed(f"{type(exc).__name__}: {exc}")
+                return
+            if len(page.events) == self.RECOVERY_PAGE:
+                self.read_events(self._stream, acc["version"] + 1, self.RECOVERY_PAGE, lambda p: on_page(p, False))
+                return
+            self._recovered(acc["state"], acc["version"], acc["snap"], acc["replayed"])
+            if configurer is not None:
+                self.send(configurer, Configured(name, page.last_position, acc["replayed"]))
+
+        self.read_events(self._stream, 1, self.RECOVERY_PAGE, lambda p: on_page(p, True), with_snapshot=True)
+
+    def _recovered(self, state: ShareGroupState, version: int, snap: Any, replayed: int) -> None:
+        now = _now_ms()
         self._state = state
         self._version = version
         self._snap_version = snap.stream_version if snap is not None else 0
         self._counts["replayed"] += replayed
-        # Appends go through the journal: this process reads the log again only at its next
-        # recovery, so its idle connection (and page cache) is not kept.
-        if self._journal is not None:
-            self.event_log.release_idle_connections()
         for mid in state.membership.members:
-            touch(state.membership, mid, now_ms, self._broker)
-        return replayed
+            touch(state.membership, mid, now, self._broker)
+        self._ready = True
+        self._last_activity_ms = now
+        self._schedule(now)
 
     def on_exit(self) -> None:
         """``ActorExitRequest`` (not a passivation): save a snapshot when events were appended since
@@ -337,7 +356,7 @@ class ShareGroupActor(EventSourcedActor):
         assert self._state is not None
         if self._version < 1:
             return
-        self.event_log.save_snapshot(self._stream, self._version, self._state.dumps())
+        self.store_snapshot(self._stream, self._version, self._state.dumps())
         self._snap_version = self._version
 
     def receiveMsg_StatusRequest(self, msg: StatusRequest, sender: Any) -> None:
@@ -425,11 +444,11 @@ class ShareGroupActor(EventSourcedActor):
         def done(results: list[AppendResult] | PersistError) -> None:
             if isinstance(results, PersistError):
                 if results.error == "CONCURRENCY":
-                    # Someone else wrote this group's stream: reload before answering anything.
-                    try:
-                        self._recover(_now_ms())
-                    except Exception:
-                        self._ready = False
+                    # Someone else wrote this group's stream: reload before answering anything else
+                    # (requests wait in the stash, or get NotReady if the reload fails).
+                    self._ready = False
+                    self._recovery_gen = getattr(self, "_recovery_gen", 0) + 1
+                    self._recover(self._recovery_gen, self._group_id, None)
                     fail("NOT_COORDINATOR", str(results))
                 else:
                     fail("UNKNOWN_SERVER_ERROR", str(results))

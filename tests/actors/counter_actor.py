@@ -45,7 +45,8 @@ class CounterActor(EventSourcedActor):
         self.stream = ""
 
     def receiveMsg_Configure(self, msg: Configure, sender: Any) -> None:
-        elog = self.attach_event_log(msg.config, msg.journal)
+        self.attach_event_log(msg.config, msg.journal)
+        elog = self.event_log
         self.stream = f"counter:{msg.name}"
         for rec in elog.read_stream(self.stream):
             self.total += rec.decode().amount

@@ -14,6 +14,9 @@ from actors.journal import JournalActor
 from actors.messages import (
     AppendEvents,
     AppendFailed,
+    ReadStream,
+    SaveSnapshot,
+    StreamPage,
     Configure,
     Configured,
     EventsAppended,
@@ -24,7 +27,7 @@ from actors.messages import (
     StatusRequest,
 )
 from events import new_event
-from store.event_log import NO_STREAM, AppendRequest, open_event_log
+from store.event_log import NO_STREAM, AppendRequest, Snapshot, open_event_log
 from tests.actors.counter_actor import Add, Added, CounterActor
 from tests.events.sample import Noted
 
@@ -41,6 +44,9 @@ def test_messages_pickle_round_trip() -> None:
         Failure("INVALID_REQUEST", "m", {"a": 1}),
         AppendEvents(1, [req]),
         AppendFailed(1, "CONCURRENCY", "m"),
+        ReadStream(2, "s", 1, 100, True),
+        StreamPage(2, Snapshot("s", 3, 9, 1000, b"state"), [], 12),
+        SaveSnapshot("s", 3, b"state", 9),
         StatusRequest(),
         StatusReply("n", True, {"x": 1}),
         Add(3, 2),

@@ -68,7 +68,8 @@ class CounterActor(EventSourcedActor):
 
     def receiveMsg_Configure(self, msg: Configure, sender: Any) -> None:
         self.name = msg.name
-        elog = self.attach_event_log(msg.config, msg.journal)
+        self.attach_event_log(msg.config, msg.journal)
+        elog = self.event_log
         events = elog.read_stream(self._stream())
         for rec in events:
             ev = rec.decode()
