@@ -140,8 +140,11 @@ def register(app: typer.Typer) -> None:
             if out is not None:
                 write_result(r, out, bounds)
             skipped = r.extra.get("skipped_domains") or []
-            note = f" (no SQL fold for: {', '.join(skipped)})" if skipped else ""
+            reasons = r.extra.get("skipped_reasons") or {}
+            note = f" (left out: {', '.join(skipped)})" if skipped else ""
             console.print(f"{eng}: {r.event_count} events to position {r.last_position} in {r.seconds:.2f}s{note}")
+            for domain in skipped:
+                console.print(f"  {eng} left out {domain}: {reasons.get(domain, 'the domain has no SQL fold')}")
         divergences = []
         notes: list[str] = []
         if verify:

@@ -15,9 +15,10 @@ set of domains or event shapes, rebuilds from scratch.
 from __future__ import annotations
 
 import hashlib
-import re
 import json
+import logging
 import os
+import re
 import time
 from typing import Callable, Sequence
 
@@ -26,22 +27,45 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from projections.flatten import duckdb_parse_select, duckdb_view_select, tree_of
-from projections.model import STREAMS_TABLE, DomainProjection, event_views, sort_table, sql_projections, view_schema
+from projections.model import (
+    STREAMS_TABLE,
+    DomainProjection,
+    domains_by_event_type,
+    event_views,
+    sort_table,
+    sql_projections,
+    view_schema,
+)
 from projections.python_fold import ProjectionResult
 from projections.source import LogSource, ReplayBounds, upcast_chunk
 
-__all__ = ["DuckDBFold", "fold_duckdb", "STREAMS_SQL", "used_views"]
+__all__ = ["DuckDBFold", "fold_duckdb", "refusal_reason", "STREAMS_SQL", "streams_sql", "used_views"]
 
 _VIEW_REF = re.compile(r"\bev_[A-Za-z0-9_]+")
+_log = logging.getLogger(__name__)
 
 
 def used_views(projections: Sequence[DomainProjection]) -> set[str]:
     """The flattened views the projections' SQL reads (only those are staged)."""
     names: set[str] = set()
     for p in projections:
-        for sql in list((p.sql or {}).values()) + [s for _, s in p.sql_views]:
+        for sql in list((p.sql or {}).values()) + [s for _, s in p.sql_views] + [p.sql_refusal or ""]:
             names.update(_VIEW_REF.findall(sql))
     return names
+
+
+def streams_sql(refused: Sequence[str] = ()) -> str:
+    """:data:`STREAMS_SQL` without the domains in ``refused`` (left out of this run)."""
+    if not refused:
+        return STREAMS_SQL
+    names = ", ".join("'" + d.replace("'", "''") + "'" for d in sorted(refused))
+    return f"SELECT * FROM ({STREAMS_SQL}) AS s WHERE domain NOT IN ({names})"
+
+
+def refusal_reason(rows: Sequence[Sequence]) -> str | None:
+    """The reason a domain's ``sql_refusal`` query gave (its rows' first column), or ``None``."""
+    reasons = [str(r[0]) for r in rows if r and r[0] is not None]
+    return "; ".join(reasons) if reasons else None
 
 #: The generic ``streams`` table: one row per (stream, domain) folded.
 STREAMS_SQL = """
@@ -81,13 +105,19 @@ class DuckDBFold:
         # stays within a few GB; SHOAL_DUCKDB_MEMORY_LIMIT overrides
         self.con.execute(f"SET memory_limit = '{os.environ.get('SHOAL_DUCKDB_MEMORY_LIMIT', '2GB')}'")
         self.con.execute("SET preserve_insertion_order = false")
-        self.domain_of = {t: p.name for p in self.projections for t in p.event_type_names}
+        self.domains_of = domains_by_event_type(self.projections)
+        #: domain -> why its SQL fold refused the staged events (set by :meth:`snapshot`)
+        self.refused: dict[str, str] = {}
         used = used_views(self.projections)
-        self.views = []  # (EventView, tree, domain) of the views the SQL reads
+        self.views = []  # (EventView, tree, domain) of the views the SQL reads, each once
+        seen: set[str] = set()
         for p in self.projections:
             for cls in p.event_types:
                 tree = tree_of(cls)
-                self.views.extend((v, tree, p.name) for v in event_views(cls) if v.name in used)
+                for v in event_views(cls):
+                    if v.name in used and v.name not in seen:
+                        seen.add(v.name)
+                        self.views.append((v, tree, p.name))
         self.fingerprint = hashlib.sha256(
             json.dumps(
                 [[p.name, list(p.event_type_names)] for p in self.projections]
@@ -136,24 +166,31 @@ class DuckDBFold:
         con.register("chunk", chunk)
         try:
             con.execute("BEGIN")
-            # the domain of each row, computed on the dictionary of event types (a handful), not per row
-            enc = pc.dictionary_encode(chunk["event_type"]).combine_chunks()
-            domains = pa.array([self.domain_of[t] for t in enc.dictionary.to_pylist()], pa.string())
-            env = pa.table(
-                {
-                    "position": chunk["position"],
-                    "stream_id": chunk["stream_id"],
-                    "stream_version": chunk["stream_version"],
-                    "recorded_at_ms": chunk["recorded_at_ms"],
-                    "event_type": chunk["event_type"],
-                    "domain": pa.DictionaryArray.from_arrays(enc.indices, domains),
-                }
-            )
-            con.register("env", env)
-            try:
-                con.execute("INSERT INTO stage_events_env SELECT * FROM env")
-            finally:
-                con.unregister("env")
+            # the domain of each row, computed on the dictionary of event types (a handful), not per
+            # row; an event type several domains fold gets one envelope row per domain
+            dict_types = pc.unique(chunk["event_type"]).to_pylist()
+            for k in range(max(len(self.domains_of[t]) for t in dict_types)):
+                part = chunk
+                if k:
+                    more = [t for t in dict_types if len(self.domains_of[t]) > k]
+                    part = chunk.filter(pc.is_in(chunk["event_type"], value_set=pa.array(more, pa.string())))
+                enc = pc.dictionary_encode(part["event_type"]).combine_chunks()
+                doms = pa.array([self.domains_of[t][k] for t in enc.dictionary.to_pylist()], pa.string())
+                env = pa.table(
+                    {
+                        "position": part["position"],
+                        "stream_id": part["stream_id"],
+                        "stream_version": part["stream_version"],
+                        "recorded_at_ms": part["recorded_at_ms"],
+                        "event_type": part["event_type"],
+                        "domain": pa.DictionaryArray.from_arrays(enc.indices, doms),
+                    }
+                )
+                con.register("env", env)
+                try:
+                    con.execute("INSERT INTO stage_events_env SELECT * FROM env")
+                finally:
+                    con.unregister("env")
             by_type: dict[str, list] = {}
             for v, tree, _ in self.views:
                 by_type.setdefault(v.event_type, []).append((v, tree))
@@ -211,7 +248,7 @@ class DuckDBFold:
         if not incremental:
             self._reset()
             cp = (0, None)
-        types = [t for p in self.projections for t in p.event_type_names]
+        types = list(self.domains_of)
         ingested = 0
         for chunk in src.batches(ReplayBounds(cp[0], bounds.until_position, bounds.until_time_ms), types):
             self._ingest(chunk, bounds.until_time_ms)
@@ -228,7 +265,8 @@ class DuckDBFold:
             {
                 "ingested": ingested,
                 "incremental": incremental,
-                "skipped_domains": self.skipped,
+                "skipped_domains": self.skipped + sorted(self.refused),
+                "skipped_reasons": dict(self.refused),
                 "ingest_seconds": round(t_sql - t0, 3),
                 "sql_seconds": round(sql_seconds, 3),
             },
@@ -236,19 +274,28 @@ class DuckDBFold:
 
     def snapshot(self, until_position: int | None = None) -> dict[str, pa.Table]:
         """The snapshot tables of the staged events (only those at or before ``until_position``
-        when given: used to bisect a divergence)."""
+        when given: used to bisect a divergence). A domain whose ``sql_refusal`` query returns a
+        reason is left out (its tables and its ``streams`` rows); :attr:`refused` maps it to the
+        reason, which is also logged."""
         con = self.con
         where = "" if until_position is None else f" WHERE position <= {int(until_position)}"
         con.execute(f"CREATE OR REPLACE TEMP VIEW events_env AS SELECT * FROM stage_events_env{where}")
         for v, _, _ in self.views:
             con.execute(f"CREATE OR REPLACE TEMP VIEW {_q(v.name)} AS SELECT * FROM {_q('stage_' + v.name)}{where}")
         out: dict[str, pa.Table] = {}
+        self.refused = {}
         for p in self.projections:
             for name, sql in p.sql_views:
                 con.execute(f"CREATE OR REPLACE TEMP VIEW {_q(name)} AS {sql}")
+            if p.sql_refusal:
+                reason = refusal_reason(con.execute(p.sql_refusal).fetchall())
+                if reason is not None:
+                    self.refused[p.name] = reason
+                    _log.warning("duckdb: domain %s left out: %s", p.name, reason)
+                    continue
             for t in p.sql_tables:
                 out[t.name] = sort_table(t, con.sql(p.sql[t.name]).to_arrow_table())
-        out[STREAMS_TABLE.name] = sort_table(STREAMS_TABLE, con.sql(STREAMS_SQL).to_arrow_table())
+        out[STREAMS_TABLE.name] = sort_table(STREAMS_TABLE, con.sql(streams_sql(list(self.refused))).to_arrow_table())
         return out
 
 

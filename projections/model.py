@@ -13,7 +13,7 @@ Flattened event views (built by each engine from the event classes, never writte
 
 ``events_env``
     the envelope of every event the SQL domains fold: ``position, stream_id, stream_version,
-    recorded_at_ms, event_type, domain``.
+    recorded_at_ms, event_type, domain`` (one row per domain folding the event's type).
 ``ev_<domain>_<Type>``
     one row per event of that type (``share.RecordsAcquired`` → ``ev_share_RecordsAcquired``):
     the envelope columns plus one column per scalar field; a nested dataclass field ``f`` becomes
@@ -140,6 +140,10 @@ class DomainProjection:
     ``from_rows(stream_id, {table: [rows]}) -> state``: rebuilds an actor state from snapshot rows
     (lets recovery use the SQL engines); ``None`` when not provided.
     ``encode_state(state) -> bytes``: the actor's snapshot encoding (recovery writes it).
+    ``sql_refusal``: a ``SELECT`` (run after :attr:`sql_views`) returning one column ``reason``;
+    when it returns a row, the log holds events the SQL fold cannot fold correctly (e.g. events
+    recorded before the schema version that carries what the SQL needs), so the SQL engines leave
+    the domain out and report the reason instead of producing wrong rows. ``None``: never refuses.
     """
 
     name: str
@@ -154,6 +158,7 @@ class DomainProjection:
     encode_state: Callable[[Any], bytes] | None = None
     from_rows: Callable[[str, Mapping[str, Sequence[Mapping[str, Any]]]], Any] | None = None
     description: str = ""
+    sql_refusal: str | None = None
     #: ``evolve`` takes the envelope too: ``evolve(state, event, stream_version, position)``
     #: (folds that check version continuity, like the RLMM store's)
     evolve_with_envelope: bool = False
@@ -388,14 +393,19 @@ def view_schema(view: EventView) -> pa.Schema:
 
 
 def sql_projections(projections: Sequence[DomainProjection]) -> tuple[list[DomainProjection], list[str]]:
-    """``(projections with a SQL fold, names of those without one)``. Raises ``ValueError`` when
-    two projections with a SQL fold share an event type (the SQL engines tag each event with one
-    domain)."""
+    """``(projections with a SQL fold, names of those without one)``. Several projections may fold
+    the same event type (the group deletion ends both the membership and the share-partitions):
+    the SQL engines then give its envelope one ``events_env`` row per domain, and stage its
+    flattened views once."""
     with_sql = [p for p in projections if p.sql is not None]
-    seen: dict[str, str] = {}
-    for p in with_sql:
-        for t in p.event_type_names:
-            if t in seen:
-                raise ValueError(f"event type {t} is folded in SQL by two projections: {seen[t]}, {p.name}")
-            seen[t] = p.name
     return with_sql, [p.name for p in projections if p.sql is None]
+
+
+def domains_by_event_type(projections: Sequence[DomainProjection]) -> dict[str, list[str]]:
+    """Event type → the names of the projections that fold it (in the given order)."""
+    out: dict[str, list[str]] = {}
+    for p in projections:
+        for t in p.event_type_names:
+            if p.name not in out.setdefault(t, []):
+                out[t].append(p.name)
+    return out

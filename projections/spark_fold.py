@@ -14,6 +14,7 @@ driver (those rows only).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
@@ -22,9 +23,9 @@ from typing import Callable, Sequence
 
 import pyarrow as pa
 
-from projections.duckdb_fold import used_views
+from projections.duckdb_fold import refusal_reason, streams_sql, used_views
 from projections.flatten import spark_view_select, tree_of
-from projections.model import STREAMS_TABLE, DomainProjection, event_views, sort_table, sql_projections
+from projections.model import STREAMS_TABLE, DomainProjection, domains_by_event_type, event_views, sort_table, sql_projections
 from projections.python_fold import ProjectionResult
 from projections.source import FOLD_COLUMNS, LogSource, ReplayBounds
 
@@ -34,6 +35,7 @@ DEFAULT_JARS = ("/usr/share/java/sqlite-jdbc.jar", "/usr/share/java/postgresql.j
 #: Debian's sqlite-jdbc loads its native library from here (package libxerial-sqlite-jdbc-jni).
 _JNI_DIR = "/usr/lib/x86_64-linux-gnu/jni"
 
+_log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _session = None
 _session_master: str | None = None
@@ -204,36 +206,46 @@ def fold_spark(
     spark = spark or get_spark(master)
     spark.conf.set("spark.sql.ansi.doubleQuotedIdentifiers", "true")
     src = LogSource.of(source)
-    types = [t for p in projections for t in p.event_type_names]
+    domains_of = domains_by_event_type(projections)
+    types = list(domains_of)
     raw = _upcast_stale(spark, _read_raw(spark, src, bounds, types), types)
     if src.parquet is None:
         raw = raw.cache()  # one JDBC read; a Parquet source is cheaper to re-scan than to cache
     raw.createOrReplaceTempView("shoal_raw")
-    cases = " ".join(f"WHEN '{t}' THEN '{p.name}'" for p in projections for t in p.event_type_names)
-    spark.sql(
+    # one envelope row per (event, domain folding its type)
+    env_parts = [
         "SELECT position, stream_id, stream_version, recorded_at_ms, event_type, "
-        f"CASE event_type {cases} END AS domain FROM shoal_raw"
-    ).createOrReplaceTempView("events_env")
+        f"'{p.name}' AS domain FROM shoal_raw WHERE event_type IN ({', '.join(repr(t) for t in p.event_type_names)})"
+        for p in projections
+    ]
+    spark.sql(" UNION ALL ".join(env_parts)).createOrReplaceTempView("events_env")
     flattened = []
     used = used_views(projections)
+    seen: set[str] = set()
     for p in projections:
         for cls in p.event_types:
-            vs = [v for v in event_views(cls) if v.name in used]
+            vs = [v for v in event_views(cls) if v.name in used and v.name not in seen]
             tree = tree_of(cls)
             for v in vs:
+                seen.add(v.name)
                 df = spark.sql(spark_view_select(v, tree, "shoal_raw"))
                 df.createOrReplaceTempView(v.name)
                 flattened.append(df)
+    refused: dict[str, str] = {}
     try:
         out: dict[str, pa.Table] = {}
         for p in projections:
             for name, sql in p.sql_views:
                 spark.sql(sql).createOrReplaceTempView(name)
+            if p.sql_refusal:
+                reason = refusal_reason([tuple(r) for r in spark.sql(p.sql_refusal).collect()])
+                if reason is not None:
+                    refused[p.name] = reason
+                    _log.warning("spark: domain %s left out: %s", p.name, reason)
+                    continue
             for t in p.sql_tables:
                 out[t.name] = sort_table(t, _to_arrow(spark.sql(p.sql[t.name]), t.schema))
-        from projections.duckdb_fold import STREAMS_SQL
-
-        out[STREAMS_TABLE.name] = sort_table(STREAMS_TABLE, _to_arrow(spark.sql(STREAMS_SQL), STREAMS_TABLE.schema))
+        out[STREAMS_TABLE.name] = sort_table(STREAMS_TABLE, _to_arrow(spark.sql(streams_sql(list(refused))), STREAMS_TABLE.schema))
     finally:
         for df in flattened:
             df.unpersist()
@@ -242,7 +254,10 @@ def fold_spark(
     last = max(out[STREAMS_TABLE.name]["last_position"].to_pylist(), default=0)
     if progress is not None:
         progress(n)
-    return ProjectionResult("spark", out, int(last or 0), n, time.perf_counter() - t0, {"skipped_domains": skipped})
+    return ProjectionResult(
+        "spark", out, int(last or 0), n, time.perf_counter() - t0,
+        {"skipped_domains": skipped + sorted(refused), "skipped_reasons": refused},
+    )
 
 
 def _to_arrow(df, schema: pa.Schema) -> pa.Table:

@@ -39,6 +39,7 @@ def range_state_sql(
     keys: Sequence[str] = ("stream_id",),
     where: str | None = None,
     select_keys: Sequence[str] | None = None,
+    extra_points: str | None = None,
 ) -> str:
     """A ``SELECT`` folding the range events of ``events_view`` into maximal ranges.
 
@@ -47,7 +48,9 @@ def range_state_sql(
     ``attributes`` map further output columns to aggregates over the covering events;
     ``columns`` lists the non-key output columns in order (``state`` and the attributes).
     ``where`` filters the aggregated intervals (e.g. ``first_offset >= start_offset``), seeing
-    ``lo``/``hi`` and the aggregates. Output: ``keys, first_offset, last_offset, columns…``.
+    ``lo``/``hi`` and the aggregates. ``extra_points`` is a ``SELECT`` of ``keys`` and ``p``:
+    further interval boundaries (an offset the ``where`` filter cuts at, so no interval straddles
+    it). Output: ``keys, first_offset, last_offset, columns…``.
     """
     k = ", ".join(keys)
     sk = ", ".join(select_keys or keys)
@@ -58,12 +61,13 @@ def range_state_sql(
     )
     cols = ", ".join(columns)
     filt = f"WHERE {where}" if where else ""
+    extra = f"\n  UNION\n  SELECT {k}, p FROM ({extra_points}) AS xp" if extra_points else ""
     return f"""
 WITH ev AS (SELECT * FROM {events_view}),
 pts AS (
   SELECT {k}, first_offset AS p FROM ev
   UNION
-  SELECT {k}, last_offset + 1 AS p FROM ev
+  SELECT {k}, last_offset + 1 AS p FROM ev{extra}
 ),
 seg AS (
   SELECT {k}, p AS lo, lead(p) OVER (PARTITION BY {k} ORDER BY p) - 1 AS hi FROM pts

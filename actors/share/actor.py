@@ -499,8 +499,12 @@ class ShareGroupActor(EventSourcedActor):
                 fenced = [ev.member_id for ev in evs if isinstance(ev, MemberFenced)]
                 evs.extend(ShareSessionClosed(self._group_id, mid, "MEMBER_FENCED")
                            for mid in fenced if self._sessions.get(mid) is not None)
+                # each release is decided on the state the previous ones left (its outcome must
+                # describe the records as they are then: an earlier release may move the start
+                # offset and change what this one archives)
+                scratch: dict[TP, SharePartition] = {}
                 for mid in fenced:
-                    evs.extend(self._decide_release(mid))
+                    evs.extend(self._decide_release(mid, scratch))
                 return evs
             steps.append(fence)
         return steps
@@ -737,14 +741,27 @@ class ShareGroupActor(EventSourcedActor):
         evs.extend(self._decide_release(member_id))
         return evs
 
-    def _decide_release(self, member_id: str) -> list[DomainEvent]:
+    def _decide_release(self, member_id: str, scratch: dict[TP, SharePartition] | None = None) -> list[DomainEvent]:
         """Release every record ``member_id`` holds, in every share-partition of the group, as
         Kafka 4.2's ``SharePartition.releaseAcquiredRecords`` does: with
         ``DeliveryCountOps.DECREASE`` (the records were acquired but not delivered, so the delivery
-        count drops by one and the delivery-count limit does not archive them)."""
+        count drops by one and the delivery-count limit does not archive them).
+
+        ``scratch``: when several releases go into one append, the private copies (by partition)
+        that earlier releases were applied to; this one is decided on them and applied to them."""
         assert self._state is not None
-        return [e for sp in list(self._state.partitions.values())
-                for e in sp.decide_release_member(member_id, decrement_delivery_count=True)]
+        out: list[DomainEvent] = []
+        for key, sp in list(self._state.partitions.items()):
+            base = scratch.get(key, sp) if scratch is not None else sp
+            evs = base.decide_release_member(member_id, decrement_delivery_count=True)
+            if evs and scratch is not None:
+                work = scratch.get(key)
+                if work is None:
+                    work = scratch[key] = _scratch(sp)
+                for e in evs:
+                    work.apply(e)
+            out.extend(evs)
+        return out
 
     # ------------------------------------------------------------------ ShareAcknowledge
 

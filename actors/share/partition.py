@@ -22,7 +22,18 @@ nothing returns ``[]``. Each request yields at most one event per partition. Eve
 and absolute lock deadlines; ``apply`` re-runs Kafka's deterministic rules on them, so
 :func:`replay` of the events rebuilds exactly the live state (compare with
 :meth:`SharePartition.snapshot`). Time is always an argument (``now_ms``); nothing here reads a
-clock. The convenience methods (:meth:`SharePartition.acquire`, :meth:`~SharePartition.acknowledge`,
+clock.
+
+**Outcomes.** Every event also carries its outcome (:class:`events.share.StateRange` ranges of the
+records it changed, with their state after it; the start/end offsets after it; ``evicted_below``
+when it dropped a terminal prefix of the cache), which the SQL projections fold last-writer-wins.
+The decider computes it by applying the request to a copy of the partition that shares every
+batch the request does not reach (O(batches) for the lists plus the batches reached; per offset
+only inside already exploded batches) and reading the state of the touched ranges back. ``apply``
+never reads the outcome: it stays the reference the outcome is checked against
+(``tests/share/test_partition_properties.py``). Because an outcome describes the state the
+decision was made on, decide each event on the state the previous events of this partition left
+(decide, apply, decide the next), never two decisions on the same state. The convenience methods (:meth:`SharePartition.acquire`, :meth:`~SharePartition.acknowledge`,
 …) decide and apply in one call and return the events too.
 
 Semantics follow Apache Kafka's ``core/src/main/java/kafka/server/share/SharePartition.java`` (see
@@ -53,13 +64,14 @@ Deliberate deviations, all to keep the invariants the rest of Shoal relies on:
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Callable, Iterable, Optional, Sequence
 
 from actors.share.errors import INVALID_RECORD_STATE, INVALID_REQUEST, ShareError
 from events.base import DomainEvent
 from events.share import (
+    AckBatch,
     AcquisitionLocksExpired,
     LogStartOffsetMoved,
     MemberRecordsReleased,
@@ -67,6 +79,7 @@ from events.share import (
     RecordsAcquired,
     ShareFetchProcessed,
     SharePartitionInitialized,
+    StateRange,
 )
 
 __all__ = [
@@ -518,16 +531,23 @@ class SharePartition:
                 state = _ARCHIVED  # delivered as often as allowed (e.g. the limit was lowered)
             batches.append((int(first), int(last), state, int(dc)))
             prev_last = last
-        return [
-            SharePartitionInitialized(
-                *self._ids(),
-                start_offset=start_offset,
-                state_epoch=state_epoch,
-                delivery_count_limit=self.delivery_count_limit,
-                max_in_flight_records=self.max_in_flight_records,
-                state_batches=tuple(batches),
-            )
-        ]
+        ev = SharePartitionInitialized(
+            *self._ids(),
+            start_offset=start_offset,
+            state_epoch=state_epoch,
+            delivery_count_limit=self.delivery_count_limit,
+            max_in_flight_records=self.max_in_flight_records,
+            state_batches=tuple(batches),
+        )
+        after = self._shallow_clone()
+        after._apply_initialized(ev)  # replaces the batch list: nothing of ``self`` is touched
+        evicted: Optional[int] = None
+        if batches:
+            if not after._batches:
+                evicted = batches[-1][1] + 1
+            elif after._firsts[0] != batches[0][0]:
+                evicted = after._firsts[0]
+        return [replace(ev, start_offset_after=after.start_offset, end_offset_after=after.end_offset, evicted_below=evicted)]
 
     def decide_acquire(
         self,
@@ -564,8 +584,26 @@ class SharePartition:
         acquired — ``max_records <= 0``, no batches, no capacity, nothing AVAILABLE) and the
         response's ``AcquiredRecords`` with the new delivery counts. Never raises.
         """
-        if max_records <= 0 or not fetched_batches:
+        ev, acquired = self._acquire_request(
+            member_id, fetched_batches, max_records, now_ms, lock_duration_ms, fetch_offset, batch_size
+        )
+        if ev is None:
             return [], []
+        return [self._with_outcome(ev, ev.ranges + ev.stale_ranges, evicts=False)], acquired
+
+    def _acquire_request(
+        self,
+        member_id: str,
+        fetched_batches: Sequence[tuple[int, int]],
+        max_records: int,
+        now_ms: int,
+        lock_duration_ms: int,
+        fetch_offset: Optional[int],
+        batch_size: Optional[int],
+    ) -> tuple[Optional[RecordsAcquired], list[AcquiredRecords]]:
+        """:meth:`decide_acquire` without the outcome: ``(RecordsAcquired | None, acquired)``."""
+        if max_records <= 0 or not fetched_batches:
+            return None, []
         req_first = fetched_batches[0][0]
         req_last = fetched_batches[-1][1]
         batches = self._batches
@@ -579,11 +617,11 @@ class SharePartition:
             fetch_offset = self.next_fetch_offset()
         if cap <= 0:
             if fetch_offset > end:
-                return [], []
+                return None, []
             cap = min(max_records, end - fetch_offset + 1)
             req_last = min(req_last, end)
             if req_last < req_first:
-                return [], []
+                return None, []
         max_records = cap
         i = bisect_right(firsts, req_first) - 1
         if i >= 0 and batches[i].last_offset >= req_first:
@@ -648,16 +686,17 @@ class SharePartition:
         if batches and fetch_offset < req_first:
             stale = self._stale_available_ranges(fetch_offset, req_first - 1)
         if not ranges and not stale:
-            return [], []
-        return [
+            return None, []
+        return (
             RecordsAcquired(
                 *self._ids(),
                 member_id=member_id,
                 ranges=tuple(ranges),
                 lock_deadline_ms=now_ms + lock_duration_ms,
                 stale_ranges=stale,
-            )
-        ], acquired
+            ),
+            acquired,
+        )
 
     def _stale_available_ranges(self, first: int, last: int) -> tuple[tuple[int, int], ...]:
         """AVAILABLE runs within [first, last], per cached batch (never merged across batches)."""
@@ -733,8 +772,21 @@ class SharePartition:
         records; INVALID_RECORD_STATE when a record is not ACQUIRED by ``member_id``, the range is
         not cached, or the request touches an offset twice.
         """
-        if not batches:
+        ev = self._acknowledge_request(member_id, batches, now_ms, lock_duration_ms)
+        if ev is None:
             return []
+        return [self._with_outcome(ev, [(b.first_offset, b.last_offset) for b in ev.batches], evicts=True)]
+
+    def _acknowledge_request(
+        self,
+        member_id: str,
+        batches: Sequence[tuple[int, int, Sequence[int]]],
+        now_ms: int,
+        lock_duration_ms: Optional[int],
+    ) -> Optional[RecordsAcknowledged]:
+        """:meth:`decide_acknowledge` without the outcome: the event or ``None``; raises the same."""
+        if not batches:
+            return None
         has_renew = False
         for first, last, types in batches:
             if first > last or not types or (len(types) > 1 and len(types) != last - first + 1):
@@ -804,15 +856,13 @@ class SharePartition:
                 touched.append((t_first, t_last))
                 any_touched = True
         if not any_touched:
-            return []
-        return [
-            RecordsAcknowledged(
-                *self._ids(),
-                member_id=member_id,
-                batches=tuple((int(f), int(l_), tuple(int(t) for t in ts)) for f, l_, ts in batches),
-                renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
-            )
-        ]
+            return None
+        return RecordsAcknowledged(
+            *self._ids(),
+            member_id=member_id,
+            batches=tuple(AckBatch(int(f), int(l_), tuple(int(t) for t in ts)) for f, l_, ts in batches),
+            renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
+        )
 
     def _shallow_clone(self) -> "SharePartition":
         """A copy with its own offsets and batch lists whose batches are still shared."""
@@ -829,19 +879,88 @@ class SharePartition:
         c._batches = [b.copy() for b in self._batches]
         return c
 
-    def _clone_for_acknowledgements(self, ack_batches: Sequence[tuple[int, int, Sequence[int]]]) -> "SharePartition":
-        """A copy that applying these acknowledgements cannot leak into: the batches the
-        acknowledgements reach are copied deeply, the others are shared (they are only read until
-        the copy is dropped). O(batches) for the lists, deep copies only of the batches reached."""
+    def _clone_reaching(self, ranges: Iterable[tuple[int, int]]) -> "SharePartition":
+        """A copy that applying an event touching only ``ranges`` (inclusive) — and, for an LSO
+        move, the batches below it, which callers pass as a range — cannot leak into: the batches
+        the ranges reach are copied deeply, the others are shared (they are only read until the
+        copy is dropped). O(batches) for the lists, deep copies only of the batches reached."""
         c = self._shallow_clone()
         copied: set[int] = set()
-        for first, last, _types in ack_batches:
-            lo = max(0, bisect_right(self._firsts, first) - 1)
-            for idx in range(lo, bisect_right(self._firsts, last)):
+        firsts = self._firsts
+        for first, last in ranges:
+            lo = max(0, bisect_right(firsts, first) - 1)
+            for idx in range(lo, bisect_right(firsts, last)):
                 if idx not in copied:
                     c._batches[idx] = self._batches[idx].copy()
                     copied.add(idx)
         return c
+
+    def _clone_for_acknowledgements(self, ack_batches: Sequence[tuple[int, int, Sequence[int]]]) -> "SharePartition":
+        """:meth:`_clone_reaching` the ranges of these acknowledgement batches."""
+        return self._clone_reaching((first, last) for first, last, _types in ack_batches)
+
+    def _state_ranges(self, ranges: Iterable[tuple[int, int]]) -> tuple[StateRange, ...]:
+        """The current state of the cached offsets within ``ranges`` (inclusive; overlapping and
+        unordered allowed) as :class:`StateRange` runs: one per non-exploded batch part, runs of
+        equal per-offset state inside exploded batches, never across a batch boundary; offsets
+        not cached are left out. Ascending, non-overlapping."""
+        merged: list[list[int]] = []
+        for first, last in sorted(ranges):
+            if merged and first <= merged[-1][1] + 1:
+                merged[-1][1] = max(merged[-1][1], last)
+            else:
+                merged.append([first, last])
+        out: list[StateRange] = []
+        batches = self._batches
+        firsts = self._firsts
+        for first, last in merged:
+            i = bisect_right(firsts, first) - 1
+            if i < 0 or batches[i].last_offset < first:
+                i += 1
+            while i < len(batches) and batches[i].first_offset <= last:
+                b = batches[i]
+                f, l_ = max(b.first_offset, first), min(b.last_offset, last)
+                os_ = b.offset_state
+                if os_ is None:
+                    out.append(StateRange(f, l_, b.state, b.delivery_count, b.member_id or None, b.deadline_ms))
+                else:
+                    run_first = f
+                    cur = os_[f].as_tuple()
+                    for o in range(f + 1, l_ + 2):
+                        nxt = os_[o].as_tuple() if o <= l_ else None
+                        if nxt != cur:
+                            st_, dc, mem, dl = cur  # type: ignore[misc]
+                            out.append(StateRange(run_first, o - 1, st_, dc, mem or None, dl))
+                            run_first, cur = o, nxt
+                i += 1
+        return tuple(out)
+
+    def _evicted_below(self, after: "SharePartition") -> Optional[int]:
+        """What left the cache between ``self`` and ``after`` (the same partition after an event
+        that adds no batch: acknowledgement, release, lock timeout): the offset below which every
+        cached record was dropped, ``None`` when nothing was (the cache only loses prefixes)."""
+        if not self._batches:
+            return None
+        if not after._batches:
+            return self._batches[-1].last_offset + 1
+        if after._firsts[0] != self._firsts[0]:
+            return after._firsts[0]
+        return None
+
+    def _with_outcome(self, ev, touched: Sequence[tuple[int, int]], evicts: bool):
+        """``ev`` (a request-only share-partition event decided on ``self``) with its outcome
+        fields: applied to a copy reaching ``touched`` (every range whose state it may change),
+        the state of those ranges after it, the start/end offsets after it and — when the event
+        kind can shrink the cache (``evicts``) — :meth:`_evicted_below`."""
+        after = self._clone_reaching(touched)
+        after.apply(ev)
+        return replace(
+            ev,
+            outcome=after._state_ranges(touched),
+            start_offset_after=after.start_offset,
+            end_offset_after=after.end_offset,
+            evicted_below=self._evicted_below(after) if evicts else None,
+        )
 
     def decide_share_fetch(
         self,
@@ -869,15 +988,17 @@ class SharePartition:
         ack_error: Optional[ShareError] = None
         if acknowledgements:
             try:
-                evs = self.decide_acknowledge(member_id, acknowledgements, now_ms, lock_duration_ms)
+                ack_ev = self._acknowledge_request(member_id, acknowledgements, now_ms, lock_duration_ms)
             except ShareError as err:
                 ack_error = err
-            else:
-                ack_ev = evs[0] if evs else None  # type: ignore[assignment]
         target = self
+        touched: list[tuple[int, int]] = []
+        evicted: Optional[int] = None
         if ack_ev is not None:
-            target = self._clone_for_acknowledgements(ack_ev.batches)
+            touched = [(b.first_offset, b.last_offset) for b in ack_ev.batches]
+            target = self._clone_reaching(touched)
             target._apply_acknowledged(ack_ev)
+            evicted = self._evicted_below(target)  # the acquisition below never shrinks the cache
         fetch_offset: Optional[int] = None
         acquired: list[AcquiredRecords] = []
         ranges: tuple[tuple[int, int], ...] = ()
@@ -885,12 +1006,12 @@ class SharePartition:
         if max_records > 0 and target.can_acquire_records():
             fetch_offset = target.next_fetch_offset()
             fetched = read_log(fetch_offset)
-            acq_evs, acquired = target.decide_acquire(
+            acq_ev, acquired = target._acquire_request(
                 member_id, fetched, max_records, now_ms, lock_duration_ms, fetch_offset, batch_size
             )
-            if acq_evs:
-                ranges = acq_evs[0].ranges  # type: ignore[attr-defined]
-                stale = acq_evs[0].stale_ranges  # type: ignore[attr-defined]
+            if acq_ev is not None:
+                ranges = acq_ev.ranges
+                stale = acq_ev.stale_ranges
         if ack_ev is None and not ranges and not stale:
             return ShareFetchDecision([], [], ack_error, fetch_offset)
         ev = ShareFetchProcessed(
@@ -901,6 +1022,18 @@ class SharePartition:
             ranges=ranges,
             lock_deadline_ms=now_ms + lock_duration_ms,
             stale_ranges=stale,
+        )
+        after = target
+        if ranges or stale:
+            after = target._clone_reaching(ranges + stale)
+            after._apply_acquired(ev)
+        touched.extend(ranges + stale)
+        ev = replace(
+            ev,
+            outcome=after._state_ranges(touched),
+            start_offset_after=after.start_offset,
+            end_offset_after=after.end_offset,
+            evicted_below=evicted,
         )
         return ShareFetchDecision([ev], acquired, ack_error, fetch_offset)
 
@@ -919,7 +1052,8 @@ class SharePartition:
                 ranges.extend(_runs(o for o, s in os_.items() if s.state == _ACQUIRED and s.deadline_ms <= now_ms))  # type: ignore[operator]
         if not ranges:
             return []
-        return [AcquisitionLocksExpired(*self._ids(), now_ms=now_ms, ranges=tuple(ranges))]
+        ev = AcquisitionLocksExpired(*self._ids(), now_ms=now_ms, ranges=tuple(ranges))
+        return [self._with_outcome(ev, ranges, evicts=True)]
 
     def decide_release_member(self, member_id: str, *, decrement_delivery_count: bool = False) -> list[DomainEvent]:
         """Decide the release of every record ``member_id`` holds (Kafka ``releaseAcquiredRecords``,
@@ -949,11 +1083,10 @@ class SharePartition:
             ranges.extend(_runs(mine))
         if not ranges:
             return []
-        return [
-            MemberRecordsReleased(
-                *self._ids(), member_id=member_id, ranges=tuple(ranges), delivery_count_decremented=decrement_delivery_count
-            )
-        ]
+        ev = MemberRecordsReleased(
+            *self._ids(), member_id=member_id, ranges=tuple(ranges), delivery_count_decremented=decrement_delivery_count
+        )
+        return [self._with_outcome(ev, ranges, evicts=True)]
 
     def decide_update_log_start_offset(self, log_start_offset: int) -> list[DomainEvent]:
         """Decide the effect of the log start offset moving to ``log_start_offset`` (Kafka
@@ -961,7 +1094,10 @@ class SharePartition:
         ``[LogStartOffsetMoved]`` when it is beyond the start offset, else ``[]``."""
         if log_start_offset <= self.start_offset:
             return []
-        return [LogStartOffsetMoved(*self._ids(), log_start_offset=log_start_offset)]
+        ev = LogStartOffsetMoved(*self._ids(), log_start_offset=log_start_offset)
+        # the records it can archive: every cached one below the new log start offset
+        below = [(self._batches[0].first_offset, log_start_offset - 1)] if self._batches and self._batches[0].first_offset < log_start_offset else []
+        return [self._with_outcome(ev, below, evicts=False)]
 
     # ------------------------------------------------------------------ evolve
 

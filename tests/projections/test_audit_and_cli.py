@@ -82,11 +82,55 @@ def test_record_history_of_untouched_offset_is_empty(audit_url):
 
 
 def test_share_snapshot_rows_match_actor_state(audit_url):
-    """The Python fold's share tables are the SharePartition's own state."""
-    res = fold_python(audit_url, domain_projections(["share"]))
+    """The Python fold's share tables are the SharePartition's own state, and the DuckDB fold of
+    the events' outcomes gives the same tables (all acknowledged: the cache is empty)."""
+    from projections.duckdb_fold import fold_duckdb
+
+    ps = domain_projections(["share"])
+    res = fold_python(audit_url, ps)
     (row,) = res.tables["share_partitions"].to_pylist()
-    assert (row["start_offset"], row["end_offset"], row["in_flight_records"]) == (10, 10, 0)
+    assert (row["start_offset"], row["end_offset"], row["in_flight_records"], row["delivery_count_limit"]) == (10, 10, 0, 3)
     assert res.tables["share_ranges"].num_rows == 0
+    dk = fold_duckdb(audit_url, ps)
+    assert dk.extra["skipped_domains"] == []
+    for name in ("share_partitions", "share_ranges"):
+        assert dk.tables[name].equals(res.tables[name]), name
+
+
+def test_share_ranges_of_a_partly_acknowledged_partition_in_every_engine(tmp_path):
+    """Records in every state at once (ARCHIVED below the start offset after a log-start-offset
+    move, ACKNOWLEDGED, ACQUIRED with a renewed lock, AVAILABLE after a release): the Python rows
+    are the SharePartition's cache, and DuckDB folds the same rows from the outcomes."""
+    from actors.share.partition import SharePartition
+    from events.share_group import stream_id_for
+    from projections.duckdb_fold import fold_duckdb
+
+    url = f"sqlite:///{tmp_path / 'mixed.db'}"
+    log = open_event_log(url)
+    sp = SharePartition(GROUP, TOPIC, 0, delivery_count_limit=3)
+    events = sp.initialize(0)
+    events += sp.acquire("member-1", [(0, 4), (5, 9)], 10, 1_000, 30_000)[1]
+    events += sp.acknowledge("member-1", [(2, 3, [1]), (5, 5, [2]), (6, 7, [4])], 2_000, 30_000)
+    events += sp.update_log_start_offset(2)
+    log.append(stream_id_for(GROUP), [new_event(e) for e in events])
+    log.close()
+    ps = domain_projections(["share"])
+    res = fold_python(url, ps)
+    rows = [(r["first_offset"], r["last_offset"], r["state"], r["delivery_count"], r["member_id"], r["lock_deadline_ms"])
+            for r in res.tables["share_ranges"].to_pylist()]
+    assert rows == [
+        (0, 1, "ACQUIRED", 1, "member-1", 31_000),  # acquired records are not archived by the LSO move
+        (2, 3, "ACKNOWLEDGED", 1, None, None),
+        (4, 4, "ACQUIRED", 1, "member-1", 31_000),
+        (5, 5, "AVAILABLE", 1, None, None),
+        (6, 7, "ACQUIRED", 1, "member-1", 32_000),  # RENEW: the lock restarted at 2_000
+        (8, 9, "ACQUIRED", 1, "member-1", 31_000),
+    ]
+    (prow,) = res.tables["share_partitions"].to_pylist()
+    assert (prow["start_offset"], prow["end_offset"], prow["in_flight_records"]) == (sp.start_offset, sp.end_offset, 7)
+    dk = fold_duckdb(url, ps)
+    for name in ("share_partitions", "share_ranges"):
+        assert dk.tables[name].equals(res.tables[name]), name
 
 
 def _app() -> typer.Typer:

@@ -2,10 +2,11 @@
 Python reference (the actors' own ``evolve``), the DuckDB SQL fold and the Spark SQL fold give
 identical snapshot tables.
 
-Domains covered: the test-only ``ptest`` domain (ranges, nested lists, optional fields) and
-``share_group`` (members, epochs, assignment). The share-partition domain has no SQL fold yet
-(see ``projections/domains/share.py``); its Python snapshots are checked against the actor state
-in ``test_share_partition_rows_match_actor_state``.
+Domains covered: the test-only ``ptest`` domain (ranges, nested lists, optional fields),
+``share_group`` (members, epochs, assignment), ``share`` (share-partitions: logs written by the
+real ``SharePartition`` deciders on random operation sequences, folded last-writer-wins from the
+events' outcomes in SQL; v1 logs without outcomes are refused by the SQL engines), ``rlmm`` and
+``controller``.
 """
 
 from __future__ import annotations
@@ -71,6 +72,172 @@ def _share_group_events():
     )
 
 
+def _materialize_share_ops(ops):
+    """Run random operations on real ``SharePartition`` deciders for group ``g`` (stream
+    ``share-group:g``) the way the ShareGroupActor does — decide on the current state, append the
+    events, apply them — and return the log ``[(stream, event)]``. Partitions ``(tA|tB, 0|1)``:
+    (re)initialisation with persisted state batches, produce, acquire, ShareFetch with piggybacked
+    acknowledgements, acknowledge (random types, per-offset types, RENEW), lock expiry, member
+    release (with or without the delivery-count decrement), log-start-offset moves,
+    ``ShareStateDeleted`` and ``ShareGroupDeleted``. A partition used before any initialisation
+    is created with the broker's configuration, as ``ShareGroupState.partition`` does."""
+    from actors.share.config import BrokerShareConfig
+    from actors.share.errors import ShareError
+    from actors.share.partition import RecordState, SharePartition
+    from events import share as ev
+    from events import share_group as sg
+
+    broker = BrokerShareConfig()
+    stream = "share-group:g"
+    keys = [("tA", 0), ("tA", 1), ("tB", 0)]
+    parts: dict = {}
+    logs: dict = {}  # key -> [log start, log end, [(base, last)]]
+    out: list = []
+    now = 1000
+
+    def log_of(key):
+        return logs.setdefault(key, [0, 0, []])
+
+    def produce(key, sizes):
+        lg = log_of(key)
+        for n, gap in sizes:
+            lg[1] += gap
+            lg[2].append((lg[1], lg[1] + n - 1))
+            lg[1] += n
+
+    def part(key):
+        if key not in parts:
+            parts[key] = SharePartition("g", key[0], key[1], delivery_count_limit=broker.delivery_count_limit,
+                                        max_in_flight_records=broker.partition_max_record_locks)
+        return parts[key]
+
+    def emit(sp, events):
+        for e in events:
+            sp.apply(e)
+            out.append((stream, e))
+
+    def read(key, offset, n=3):
+        lg = log_of(key)
+        return [b for b in lg[2] if b[1] >= max(offset, lg[0])][:n]
+
+    def held(sp, member):
+        runs = []
+        for b in sp.cached_batches():
+            for o in range(b.first_offset, b.last_offset + 1):
+                s_ = sp.record_state(o)
+                if s_[0] == RecordState.ACQUIRED and s_[2] == member:
+                    if runs and runs[-1][1] + 1 == o:
+                        runs[-1][1] = o
+                    else:
+                        runs.append([o, o])
+        return runs
+
+    def holder(sp, member):
+        """``member`` if it holds records, else a member that does (acknowledgements are common)."""
+        if held(sp, member):
+            return member
+        return next((m for m in ("m1", "m2", "m3") if held(sp, m)), member)
+
+    def acks_for(sp, member, types, split):
+        batches = []
+        for i, (f, l_) in enumerate(held(sp, member)[: split + 1]):
+            if l_ > f and (i + split) % 2:
+                batches.append((f, l_, [types[(o - f) % len(types)] for o in range(f, l_ + 1)]))
+            else:
+                batches.append((f, l_, [types[i % len(types)]]))
+        return batches
+
+    for op in ops:
+        kind, k, member, a, b, types = op
+        key = keys[k % len(keys)]
+        now += a * 7
+        if kind == "init":
+            if key in parts and a % 3:
+                kind = "fetch"  # re-initialisations are rarer than first ones
+        if kind in ("delete_state", "delete_group") and a % 3:
+            kind = "acquire"  # deletions are rare
+        if kind == "init":
+            lg = log_of(key)
+            start = lg[0] + a % 3
+            batches, o = [], start
+            for j, t in enumerate(types[: b % 4]):
+                o += j % 2  # holes between persisted batches
+                state = (0, 2, 4)[t % 3]
+                batches.append((o, o + t % 3, state, (t + j) % 4))
+                o += t % 3 + 1
+            sp = SharePartition("g", key[0], key[1], delivery_count_limit=2 + a % 3, max_in_flight_records=30)
+            emit(sp, sp.decide_initialize(start, b, batches))
+            parts[key] = sp
+            lg[1] = max(lg[1], o)
+        elif kind == "produce":
+            produce(key, [(1 + a % 6, b % 2), (1 + b % 4, 0)])
+        elif kind == "acquire":
+            sp = part(key)
+            fetched = read(key, sp.next_fetch_offset())
+            if not fetched:
+                produce(key, [(1 + a % 5, 0), (3, b % 2)])
+                fetched = read(key, sp.next_fetch_offset())
+            events, _ = sp.decide_acquire(member, fetched, 1 + a % 12, now, 100 + 50 * (b % 3), batch_size=(None, 2, 4)[b % 3])
+            emit(sp, events)
+        elif kind == "fetch":
+            sp = part(key)
+            member = holder(sp, member) if a % 3 else member
+            acks = acks_for(sp, member, types, b % 3)
+
+            def read_log(offset, key=key):
+                if not read(key, offset):
+                    produce(key, [(2 + a % 4, 0)])
+                return read(key, offset)
+
+            d = sp.decide_share_fetch(member, acks, read_log, a % 10, now, 100 + 50 * (b % 3), (None, 3)[b % 2])
+            emit(sp, d.events)
+        elif kind == "ack":
+            sp = part(key)
+            member = holder(sp, member)
+            try:
+                events = sp.decide_acknowledge(member, acks_for(sp, member, types, b % 3), now, 150)
+            except ShareError:
+                continue
+            emit(sp, events)
+        elif kind == "expire":
+            now += 60 * b
+            for sp in list(parts.values()):
+                emit(sp, sp.decide_expire_locks(now))
+        elif kind == "release":
+            for sp in list(parts.values()):
+                emit(sp, sp.decide_release_member(member, decrement_delivery_count=bool(b % 2)))
+        elif kind == "lso":
+            lg = log_of(key)
+            lg[0] = min(lg[1], lg[0] + 1 + a % 4)
+            lg[2] = [x for x in lg[2] if x[1] >= lg[0]]
+            if key in parts:
+                emit(parts[key], parts[key].decide_update_log_start_offset(lg[0]))
+        elif kind == "delete_state":
+            if key in parts:
+                out.append((stream, ev.ShareStateDeleted("g", key[0], key[1])))
+                del parts[key]
+        elif kind == "delete_group":
+            out.append((stream, sg.ShareGroupDeleted("g")))
+            parts.clear()
+    return out
+
+
+share_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["init", "produce", "acquire", "acquire", "fetch", "fetch", "fetch", "ack", "ack", "expire",
+                         "release", "lso", "init", "delete_state", "delete_group"]),
+        st.integers(0, 2),
+        members,
+        st.integers(0, 20),
+        st.integers(0, 20),
+        st.lists(st.sampled_from([0, 1, 2, 3, 4]), min_size=1, max_size=3),
+    ),
+    min_size=5,
+    max_size=60,
+)
+share_logs = share_ops.map(_materialize_share_ops)
+
+
 share_group_logs = st.lists(
     st.tuples(st.sampled_from(["share-group:g1", "share-group:g2"]), _share_group_events()), min_size=0, max_size=40
 )
@@ -128,6 +295,12 @@ def test_toy_duckdb_equals_python(tmp_path, entries):
 @given(entries=share_group_logs)
 def test_share_group_duckdb_equals_python(tmp_path, entries):
     assert_duckdb_equals_python(tmp_path, entries, domain_projections(["share_group"]))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(entries=share_logs)
+def test_share_duckdb_equals_python(tmp_path, entries):
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["share"]))
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -214,6 +387,25 @@ def test_toy_spark_equals_python(tmp_path, spark_session, entries):
 @given(entries=share_group_logs)
 def test_share_group_spark_equals_python(tmp_path, spark_session, entries):
     assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["share_group"]))
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@SPARK_SETTINGS
+@given(entries=share_logs)
+def test_share_spark_equals_python(tmp_path, spark_session, entries):
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["share"]))
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_spark_refuses_share_partitions_with_v1_events(tmp_path, spark_session):
+    from projections.spark_fold import fold_spark
+
+    url, ps = _v1_share_log(tmp_path)
+    py, sk = fold_python(url, ps), fold_spark(url, ps, spark=spark_session)
+    _assert_share_refused(py, sk)
+    assert_same(ps, py, sk)  # the share_group tables and the streams of the folded domains
 
 
 @pytest.mark.spark
@@ -305,6 +497,106 @@ def test_spark_upcasts_old_schema_versions(tmp_path, spark_session):
     log.append("p:2", [new_event(ValueSet("b", 2))])  # noqa: F821
     log.close()
     assert_same([proj], fold_python(url, [proj]), fold_spark(url, [proj], spark=spark_session))
+
+
+# ----------------------------------------------------------------------------- share: v1 logs
+
+
+def _as_v1(event):
+    """``event`` encoded as schema version 1 wrote it: the request only (no outcome fields),
+    acknowledgement batches as positional arrays."""
+    import json
+
+    from events.base import NewEvent
+
+    ne = new_event(event)
+    if type(event).__name__ == "ShareStateDeleted" or not type(event).event_type.startswith("share."):
+        return ne
+    d = json.loads(ne.data)
+    for k in ("outcome", "start_offset_after", "end_offset_after", "evicted_below"):
+        d.pop(k, None)
+    for k in ("batches", "acknowledgements"):
+        if k in d:
+            d[k] = [[b["first_offset"], b["last_offset"], b["acknowledge_types"]] for b in d[k]]
+    return NewEvent(ne.event_id, ne.event_type, 1, json.dumps(d).encode())
+
+
+def _v1_share_log(tmp_path):
+    """A log whose partition tA:0 was written at schema version 1 (acquire, partial accept),
+    followed by a group epoch bump; returns ``(url, projections)``."""
+    from actors.share.partition import SharePartition
+    from events import share_group as sg
+
+    sp = SharePartition("g", "tA", 0)
+    events = sp.initialize(0)
+    events += sp.acquire("m1", [(0, 9)], 10, 1000, 500)[1]
+    events += sp.acknowledge("m1", [(0, 3, [1])], 1100)
+    url = f"sqlite:///{tmp_path / f'v1-{next(_counter)}.db'}"
+    log = open_event_log(url)
+    log.append("share-group:g", [_as_v1(e) for e in events] + [new_event(sg.GroupEpochBumped("g", 2))])
+    log.close()
+    return url, domain_projections(["share", "share_group"])
+
+
+def _assert_share_refused(py, sql) -> None:
+    """The Python engine folds the v1 events; the SQL engine leaves the share domain out with a reason."""
+    assert py.tables["share_partitions"].to_pylist()[0]["start_offset"] == 4
+    # the accepted prefix stays cached inside its (exploded) batch, below the start offset
+    assert [(r["first_offset"], r["last_offset"], r["state"]) for r in py.tables["share_ranges"].to_pylist()] == [
+        (0, 3, "ACKNOWLEDGED"), (4, 9, "ACQUIRED")
+    ]
+    assert "share_partitions" not in sql.tables and "share_ranges" not in sql.tables
+    assert "share" in sql.extra["skipped_domains"]
+    reason = sql.extra["skipped_reasons"]["share"]
+    assert "schema version 2" in reason and "log position 1" in reason, reason
+    assert sql.tables["share_group_groups"].num_rows == 1
+    assert set(sql.tables["streams"]["domain"].to_pylist()) == {"share_group"}
+
+
+def test_duckdb_refuses_share_partitions_with_v1_events(tmp_path):
+    url, ps = _v1_share_log(tmp_path)
+    py, dk = fold_python(url, ps), fold_duckdb(url, ps)
+    _assert_share_refused(py, dk)
+    assert_same(ps, py, dk)
+
+
+def test_v1_events_before_a_state_deletion_do_not_block_the_sql_fold(tmp_path):
+    """Only the current life of a share-partition matters: after ``ShareStateDeleted`` and a
+    fresh v2 initialisation the SQL engines fold it again, and agree with Python."""
+    from actors.share.partition import SharePartition
+    from events import share as ev
+
+    url, ps = _v1_share_log(tmp_path)
+    sp = SharePartition("g", "tA", 0)
+    events = [ev.ShareStateDeleted("g", "tA", 0)] + sp.initialize(20)
+    events += sp.acquire("m2", [(20, 24)], 10, 2000, 500)[1]
+    log = open_event_log(url)
+    log.append("share-group:g", [new_event(e) for e in events])
+    log.close()
+    py, dk = fold_python(url, ps), fold_duckdb(url, ps)
+    assert dk.extra["skipped_domains"] == [] and dk.extra["skipped_reasons"] == {}
+    assert [(r["first_offset"], r["last_offset"], r["member_id"]) for r in dk.tables["share_ranges"].to_pylist()] == [(20, 24, "m2")]
+    assert_same(ps, py, dk)
+
+
+def test_v1_share_events_upcast_to_the_same_python_state():
+    """The upcasters turn v1 payloads into v2 events without outcome; ``apply`` rebuilds the same
+    partition from them (it reads the request fields only)."""
+    from actors.share.partition import SharePartition, replay
+    from events.codec import decode_event
+    from events.share import AckBatch, has_outcome
+
+    sp = SharePartition("g", "tA", 0)
+    events = sp.initialize(0)
+    events += sp.acquire("m1", [(0, 9)], 10, 1000, 500)[1]
+    d = sp.share_fetch("m1", [(0, 1, [1]), (2, 4, [2, 3, 4])], lambda o: [(10, 14)], 5, 1200, 500)
+    events += d.events
+    old = [_as_v1(e) for e in events]
+    back = [decode_event(n.event_type, n.schema_version, n.data) for n in old]
+    assert [n.schema_version for n in old] == [1, 1, 1]
+    assert not any(has_outcome(e) for e in back) and all(has_outcome(e) for e in events)
+    assert back[2].acknowledgements == (AckBatch(0, 1, (1,)), AckBatch(2, 4, (2, 3, 4)))
+    assert replay(back, "g", "tA", 0).snapshot() == sp.snapshot()
 
 
 # ----------------------------------------------------------------------------- RLMM

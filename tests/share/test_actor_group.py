@@ -605,3 +605,40 @@ def test_share_fetch_v2_record_limit_mode_and_renew_only_fetch(asys, sqlite_url,
                               log_batches=((110, 199),), high_watermark=200)
     r = asys.ask(a, m.ShareFetchCmd(G, "m1", 3, (p,), 500, is_renew_ack=True), TIMEOUT)
     assert r.partitions[0].acknowledge_error == "NONE" and r.partitions[0].acquired == ()
+
+
+def test_members_fenced_together_record_outcomes_that_fold_to_the_live_state(asys, sqlite_url, frozen):
+    """Two members expire in the same timer step, so their releases go into one append (each
+    decided on the state the previous one left). The outcomes recorded in the stream, folded last
+    writer wins as the SQL projections do, give exactly the actor's live share-partition. m1 holds
+    0-9 and m2 holds 10-19 when the log start offset moves to 15: fencing archives 0-14 and makes
+    15-19 available again."""
+    from actors.share.partition import SharePartition
+    from events import share as ev
+    from tests.share.test_partition_properties import fold_outcomes
+
+    a = start(asys, sqlite_url)
+    assert asys.ask(a, m.AlterGroupConfigs(G, {"share.record.lock.duration.ms": "60000"}), TIMEOUT).error == "NONE"
+    join(asys, a, "m1")
+    join(asys, a, "m2")
+    r1 = asys.ask(a, m.ShareFetchCmd(G, "m1", 0, (m.ShareFetchPartition(T, 0, log_start_offset=0, high_watermark=0),)), TIMEOUT)
+    r2 = asys.ask(a, m.ShareFetchCmd(G, "m2", 0, (m.ShareFetchPartition(T, 0, log_start_offset=0, high_watermark=0),)), TIMEOUT)
+    assert r1.error == r2.error == "NONE"
+    assert fetch(asys, a, "m1", 1, [(0, 9)]).partitions[0].acquired == ((0, 9, 1),)
+    assert fetch(asys, a, "m2", 1, [(10, 19)]).partitions[0].acquired == ((10, 19, 1),)
+    frozen.tick(30)
+    join(asys, a, "m3")  # m3 stays alive; its first fetch sees the log start offset at 15
+    r3 = asys.ask(a, m.ShareFetchCmd(G, "m3", 0, (m.ShareFetchPartition(T, 0, log_start_offset=15, high_watermark=20),)), TIMEOUT)
+    assert r3.error == "NONE"
+    frozen.tick(16)  # m1 and m2: 46 s without a heartbeat
+    assert asys.ask(a, StatusRequest(), TIMEOUT).counts["members"] == 1
+    dump = state(asys, a)
+    sp = SharePartition.from_snapshot(dump.state["partitions"][f"{T}:0"])
+    live = {o: (int(s[0]), s[1], s[2] or None, s[3]) for b in sp.cached_batches()
+            for o in range(b.first_offset, b.last_offset + 1) for s in [sp.record_state(o)]}
+    events = [e for e in (decode_recorded(r) for r in open_event_log(sqlite_url).read_stream(stream_id_for(G)))
+              if isinstance(e, ev.SHARE_PARTITION_EVENTS)]
+    start_offset, end_offset, folded = fold_outcomes(events)
+    assert (start_offset, end_offset) == (sp.start_offset, sp.end_offset)
+    assert folded == live
+    assert all(s[0] == 0 for o, s in live.items() if 15 <= o <= 19)  # AVAILABLE again

@@ -8,6 +8,9 @@ log-start-offset moves keep the invariants:
 * the share-partition start offset never decreases;
 * replaying the events rebuilds the live state exactly (``replay(events) == live``), also through
   the JSON log codec;
+* the events' outcomes are truthful: folding only their outcome fields last-writer-wins
+  (:func:`fold_outcomes`, the Python twin of the SQL projection's fold) gives the live cache
+  offset by offset and the live start and end offsets;
 * a request that fails produces no event and changes nothing; a request produces at most one event.
 """
 
@@ -23,6 +26,36 @@ from actors.share.state_store import ShareStateStore
 from events.codec import decode_event, new_event
 
 MEMBERS = ("m1", "m2", "m3")
+
+
+def fold_outcomes(events) -> tuple[int, int, dict[int, tuple]]:
+    """``(start offset, end offset, {offset: (state, delivery count, member or None, lock
+    deadline)})`` from the outcome fields of a share-partition's events alone, last writer wins:
+    an initialisation starts over from its state batches, every other event overwrites the
+    offsets of its ``outcome`` ranges, and offsets below the greatest ``evicted_below`` since the
+    last initialisation are gone (the SQL fold in ``projections/domains/share.py`` does the same)."""
+    start = end = 0
+    offsets: dict[int, tuple] = {}
+    cut = None
+    for ev in events:
+        assert ev.start_offset_after is not None, f"event without outcome: {ev!r}"
+        if type(ev).__name__ == "SharePartitionInitialized":
+            offsets = {o: (st, dc, None, None) for f, l_, st, dc in ev.state_batches for o in range(f, l_ + 1)}
+            cut = None
+        else:
+            prev_last = None
+            for r in ev.outcome:
+                assert r.first_offset <= r.last_offset and (prev_last is None or prev_last < r.first_offset), "ascending, disjoint"
+                prev_last = r.last_offset
+                for o in range(r.first_offset, r.last_offset + 1):
+                    offsets[o] = (r.state, r.delivery_count, r.member_id, r.lock_deadline_ms)
+        if ev.evicted_below is not None:
+            assert cut is None or ev.evicted_below >= cut, "the eviction offset never decreases"
+            cut = ev.evicted_below
+        start, end = ev.start_offset_after, ev.end_offset_after
+    if cut is not None:
+        offsets = {o: v for o, v in offsets.items() if o >= cut}
+    return start, end, offsets
 TOPIC = "9d2b8c1e-0000-4000-8000-00000000000a"
 
 
@@ -271,6 +304,15 @@ class SharePartitionMachine(RuleBasedStateMachine):
             return
         rebuilt = replay(self.events, "g", TOPIC, 0, delivery_count_limit=self.mdc, max_in_flight_records=self.max_in_flight)
         assert rebuilt.snapshot() == self.sp.snapshot()
+
+    @invariant()
+    def outcomes_fold_to_live(self):
+        if not hasattr(self, "sp"):
+            return
+        start, end, offsets = fold_outcomes(self.events)
+        live = {o: (int(s[0]), s[1], s[2] or None, s[3]) for o, s in self._all_states()}
+        assert (start, end) == (self.sp.start_offset, self.sp.end_offset)
+        assert offsets == live
 
     def teardown(self):
         if not hasattr(self, "sp"):

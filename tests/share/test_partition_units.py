@@ -21,11 +21,13 @@ from actors.share.partition import (
 )
 from events.codec import decode_event, new_event
 from events.share import (
+    AckBatch,
     AcquisitionLocksExpired,
     MemberRecordsReleased,
     RecordsAcknowledged,
     RecordsAcquired,
     ShareFetchProcessed,
+    StateRange,
 )
 
 A, ACQ, ACK, ARCH = RecordState.AVAILABLE, RecordState.ACQUIRED, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
@@ -53,9 +55,17 @@ def test_acquire_500_records_is_one_event_with_one_range():
     sp = sp_(max_in_flight_records=500)
     acquired, events = sp.acquire(M1, [(i, i + 99) for i in range(0, 500, 100)], 500, 1000, 30000)
     assert acquired == [AcquiredRecords(0, 499, 1)]
-    assert events == [RecordsAcquired("g", TOPIC, 0, M1, ((0, 499),), 31000)]
+    # the request (one range) and its outcome (one range ACQUIRED by M1, end offset 499)
+    assert events == [
+        RecordsAcquired("g", TOPIC, 0, M1, ((0, 499),), 31000, outcome=(StateRange(0, 499, 1, 1, M1, 31000),),
+                        start_offset_after=0, end_offset_after=499)
+    ]
     events = sp.acknowledge(M1, [(0, 499, [1])], 1001)
-    assert events == [RecordsAcknowledged("g", TOPIC, 0, M1, ((0, 499, (1,)),), None)]
+    # all acknowledged: the start offset moves past them and the cache empties (nothing left to report)
+    assert events == [
+        RecordsAcknowledged("g", TOPIC, 0, M1, (AckBatch(0, 499, (1,)),), None, outcome=(),
+                            start_offset_after=500, end_offset_after=500, evicted_below=500)
+    ]
     assert sp.cached_batches() == [] and sp.start_offset == 500 and sp.next_fetch_offset() == 500
 
 
@@ -87,7 +97,10 @@ def test_renew_extends_the_lock_and_keeps_the_delivery_count():
         sp.decide_acknowledge(M2, [(1, 1, [4])], 30001, 30000)
     assert exc.value.error_name == INVALID_RECORD_STATE
     expired = sp.expire_locks(60000)
-    assert expired == [AcquisitionLocksExpired("g", TOPIC, 0, 60000, ((1, 1),))]
+    assert expired == [
+        AcquisitionLocksExpired("g", TOPIC, 0, 60000, ((1, 1),), outcome=(StateRange(1, 1, 0, 1),),
+                                start_offset_after=1, end_offset_after=9)
+    ]
     assert sp.record_state(1) == (A, 1, EMPTY_MEMBER_ID, None)
 
 
@@ -244,7 +257,11 @@ def test_release_member_stops_at_record_of_other_member_in_exploded_batch():
     sp.acknowledge(M1, [(3, 5, [2])], 1)  # explode; 3..5 AVAILABLE
     sp.acquire(M2, [(3, 5)], 100, 2, 1000)  # M2 holds 3..5
     events = sp.release_member(M1)
-    assert events == [MemberRecordsReleased("g", TOPIC, 0, M1, ((0, 2),))]  # 6..9 abandoned, as Kafka
+    # 6..9 abandoned, as Kafka
+    assert events == [
+        MemberRecordsReleased("g", TOPIC, 0, M1, ((0, 2),), outcome=(StateRange(0, 2, 0, 1),),
+                              start_offset_after=0, end_offset_after=9)
+    ]
     assert sp.record_state(6)[:3] == (ACQ, 1, M1)
     assert sp.decide_release_member("nobody") == []
 
