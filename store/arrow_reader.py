@@ -42,7 +42,16 @@ def adbc_connect(url: str):
             raise ValueError("the Arrow reader needs a file-backed SQLite event log")
         import adbc_driver_sqlite.dbapi as sqlite_dbapi
 
-        return sqlite_dbapi.connect(path)
+        conn = sqlite_dbapi.connect(path)
+        # The driver sets no busy timeout: a reader opening the file while another connection
+        # rebuilds the WAL index (parallel slices open several at once) would fail at once with
+        # "database is locked" instead of waiting its turn.
+        cur = conn.cursor()
+        try:
+            cur.execute("PRAGMA busy_timeout = 30000")
+        finally:
+            cur.close()
+        return conn
     if url.startswith("postgresql"):
         import adbc_driver_postgresql.dbapi as pg_dbapi
 
