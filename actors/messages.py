@@ -35,7 +35,16 @@ class _Msg:
         return type(self) is type(other) and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{s}={getattr(self, s)!r}" for s in self.__slots__)
+        # Bounded: Thespian formats every message it transmits (``TransmitIntent.identify`` for a
+        # debug log line, even when debug logging is off), so a page of 1,000 events must not be
+        # spelled out on each send.
+        def short(v: Any) -> str:
+            if isinstance(v, (list, tuple, dict, set, bytes, bytearray)) and len(v) > 4:
+                return f"<{type(v).__name__} of {len(v)}>"
+            text = repr(v)
+            return text if len(text) <= 200 else text[:200] + "…"
+
+        fields = ", ".join(f"{s}={short(getattr(self, s))}" for s in self.__slots__)
         return f"{type(self).__name__}({fields})"
 
     def __getstate__(self) -> dict[str, Any]:

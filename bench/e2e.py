@@ -15,7 +15,10 @@ Figures:
 * ``share_consume_ack_records_per_s``: 1 and 2 ShareConsumers (separate processes, explicit
   ACCEPT of every record, commit per poll) draining the topic.
 
-* ``produce_to_deliver_ms_at_1000_per_s``: p50/p99 latency of a paced producer to a ShareConsumer;
+* ``produce_to_deliver_ms_at_1000_per_s``: p50/p99 latency of a paced producer to a ShareConsumer
+  that acknowledges explicitly and calls ``commit_async()`` after every poll (a ShareAcknowledge
+  per poll); ``…_acks_on_next_fetch``: the same consumer without the commit, its acknowledgements
+  riding on the next ShareFetch;
 * ``daemon_rss_mb_all_processes`` (sum of every process's RSS: pages shared between the forked
   actor processes are counted once per process) and ``daemon_pss_mb_all_processes`` (proportional
   set size: shared pages divided among their sharers — the memory the daemon really uses).
@@ -139,7 +142,7 @@ print(n, first or 0, last or 0)
 _LAT_CONSUMER = r"""
 import sys, time, json
 from confluent_kafka import ShareConsumer, AcknowledgeType
-bs, topic, group, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+bs, topic, group, n, commit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "commit"
 c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit"})
 c.subscribe([topic])
 lat = []; deadline = time.time() + 120
@@ -150,25 +153,31 @@ while len(lat) < n and time.time() < deadline:
     for m in ms:
         if m.error(): continue
         lat.append((now - float(m.value().decode())) * 1000); c.acknowledge(m, AcknowledgeType.ACCEPT)
-    if ms: c.commit_async()
+    if ms and commit: c.commit_async()
 c.close()
 print(json.dumps(lat))
 """
 
 
-def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5) -> dict:
+def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5, commit_per_poll: bool = True) -> dict:
     """p50/p99 produce-to-deliver latency (ms) of a paced Producer (``rate`` records/s) to one
-    ShareConsumer in another process (clocks: the same machine)."""
+    ShareConsumer in another process (clocks: the same machine). The consumer acknowledges every
+    record explicitly (ACCEPT); with ``commit_per_poll`` it also calls ``commit_async()`` after
+    each poll (one ShareAcknowledge request per poll), otherwise the acknowledgements ride on its
+    next ShareFetch (KIP-932's piggybacking, the client's default path)."""
     import json as _json
 
     from confluent_kafka import Producer
 
     from tests.e2e.helpers import create_topic, set_group_config
 
-    create_topic(bootstrap, "latency", 3)
-    set_group_config(bootstrap, "lat", "share.auto.offset.reset", "earliest")
+    topic = "latency" if commit_per_poll else "latency-piggyback"
+    group = "lat" if commit_per_poll else "lat-piggyback"
+    create_topic(bootstrap, topic, 3)
+    set_group_config(bootstrap, group, "share.auto.offset.reset", "earliest")
     n = rate * seconds
-    c = subprocess.Popen([sys.executable, "-c", _LAT_CONSUMER, bootstrap, "latency", "lat", str(n)], stdout=subprocess.PIPE, text=True)
+    c = subprocess.Popen([sys.executable, "-c", _LAT_CONSUMER, bootstrap, topic, group, str(n), "commit" if commit_per_poll else "next-fetch"],
+                         stdout=subprocess.PIPE, text=True)
     c.stdout.readline()
     time.sleep(3)  # let the consumer join and open its share session
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
@@ -178,7 +187,7 @@ def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5) -> dict:
         delay = target - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        p.produce("latency", str(time.time()).encode(), partition=i % 3)
+        p.produce(topic, str(time.time()).encode(), partition=i % 3)
         p.poll(0)
     p.flush(30)
     lat = _json.loads(c.communicate(timeout=180)[0].strip().splitlines()[-1])
@@ -218,7 +227,8 @@ def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: 
             span = max(r[2] for r in res) - min(r[1] for r in res if r[1]) if total else 0
             rates[str(consumers)] = {"records": int(total), "records_per_s": round(total / span) if span > 0 else None}
         out["share_consume_ack_records_per_s"] = rates
-        out["produce_to_deliver_ms_at_1000_per_s"] = _latency(d.bootstrap)
+        out["produce_to_deliver_ms_at_1000_per_s"] = _latency(d.bootstrap)  # commit_async per poll
+        out["produce_to_deliver_ms_at_1000_per_s_acks_on_next_fetch"] = _latency(d.bootstrap, commit_per_poll=False)
         _join_share_groups(d.bootstrap, "bench1", groups)
         time.sleep(2.5)  # the status file is refreshed every 2 s
         groups_live = json.loads((d.data_dir / "shoal.status.json").read_text()).get("counts", {}).get("groups")
