@@ -186,7 +186,11 @@ def main() -> None:
                 capture_output=True, text=True, cwd=ROOT,
             )
             lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
-            fig = json.loads(lines[-1]) if p.returncode == 0 and lines else {"engine": eng, "error": p.stderr[-2000:]}
+            if p.returncode == 0 and lines:
+                fig = json.loads(lines[-1])
+            else:  # the cause (first lines naming an error) and the end of the trace
+                causes = [l.strip() for l in p.stderr.splitlines() if "Error" in l or "Exception" in l][:6]
+                fig = {"engine": eng, "error": " | ".join(causes)[:2000], "stderr_tail": p.stderr[-1000:]}
             fig["size"] = n
             out["results"].append(fig)
             print(json.dumps(fig), file=sys.stderr, flush=True)

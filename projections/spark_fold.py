@@ -78,7 +78,10 @@ def get_spark(master: str | None = None, shuffle_partitions: int | None = None):
             .config("spark.sql.ansi.doubleQuotedIdentifiers", "true")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.driver.memory", os.environ.get("SHOAL_SPARK_DRIVER_MEMORY", "2g"))
+            # local mode runs the executors in the driver's JVM: 3 GB lets a 10 M-event replay
+            # read over JDBC (cached, then flattened) finish; 2 GB ran out of heap there
+            # (bench/replay.py; the whole process peaked at 3.7 GB). SHOAL_SPARK_DRIVER_MEMORY overrides.
+            .config("spark.driver.memory", os.environ.get("SHOAL_SPARK_DRIVER_MEMORY", "3g"))
         )
         _session = builder.getOrCreate()
         _session.sparkContext.setLogLevel("ERROR")
