@@ -234,9 +234,10 @@ class EventLog:
                 # original in another process): again, checking every request's ids.
                 return self._append_many_once(requests, atomic, check_ids=True)
         except (sa.exc.OperationalError, dbapi.OperationalError) as exc:
-            text = str(getattr(exc, "orig", None) or exc).lower()
+            cause = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps, the DBAPI cursor does not
+            text = str(cause).lower()
             if "lock" in text and ("timeout" in text or "locked" in text):
-                raise WriteLockTimeout(f"the event log's write lock was not granted: {exc.orig}") from exc
+                raise WriteLockTimeout(f"the event log's write lock was not granted: {cause}") from exc
             raise
 
     def _append_many_once(
@@ -246,7 +247,8 @@ class EventLog:
             conn.info["shoal_write"] = True
             try:
                 with conn.begin():
-                    self._lock_for_write(conn)
+                    if not (self.dialect == "postgresql" and len(requests) == 1):
+                        self._lock_for_write(conn)  # (a single-stream PostgreSQL append locks below)
                     # The hot path runs on the pooled DBAPI cursor inside SQLAlchemy's
                     # transaction: SQLAlchemy's per-statement execution context cost more than
                     # the statements themselves (three per append).
@@ -270,7 +272,22 @@ class EventLog:
         self, conn: Connection, cur: Any, requests: Sequence[AppendRequest], atomic: bool, check_ids: bool
     ) -> list[AppendResult | Exception]:
         versions: dict[str, int] = {}
-        if len(requests) == 1:
+        if len(requests) == 1 and self.dialect == "postgresql":
+            # lock, position and version in one round trip (a simple-query string, so the stream
+            # id goes in as a quoted literal)
+            from psycopg import sql as pgsql
+
+            stream = pgsql.Literal(requests[0].stream_id).as_string(cur.connection)
+            cur.execute(
+                f"SET LOCAL lock_timeout = '{int(self.lock_timeout_ms)}ms'; LOCK TABLE events IN EXCLUSIVE MODE; "
+                f"SELECT (SELECT max(position) FROM events), (SELECT max(stream_version) FROM events WHERE stream_id = {stream})"
+            )
+            while cur.description is None and cur.nextset():
+                pass
+            position, version = cur.fetchone()
+            position = position or 0
+            versions[requests[0].stream_id] = version or 0
+        elif len(requests) == 1:
             cur.execute(self._sql_position_and_version, (requests[0].stream_id,))
             position, version = cur.fetchone()
             position = position or 0
