@@ -68,11 +68,42 @@ def write_result(result, out: Path, bounds) -> Path:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``replay`` command and the ``audit`` command group to ``app``."""
+    """Add the ``replay`` and ``snapshots`` commands and the ``audit`` command group to ``app``."""
+
+    @app.command()
+    def snapshots(
+        min_events: int = typer.Option(1, "--min-events", help="only streams with at least this many events"),
+        domain: List[str] = typer.Option([], "--domain", help="only these domains (may repeat)"),
+        url: Optional[str] = typer.Option(None, "--url", help="event log URL (default: the config's event.log.url)"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """Rebuild the actors' snapshots from the whole log (daemon stopped), so the next start
+        recovers each actor from a fresh snapshot instead of replaying a long tail. Actor states
+        come only from the Python fold (the actors' own evolve): the SQL engines build snapshot
+        tables, not actor states (see projections/recovery.py)."""
+        from rich.console import Console
+
+        from projections.model import domain_projections
+        from projections.recovery import rebuild_snapshots
+        from store.event_log import open_event_log
+
+        console = Console(stderr=True)
+        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
+        try:
+            report = rebuild_snapshots(log, domain_projections(domain or None), min_events=min_events)
+        finally:
+            log.close()
+        console.print(
+            f"folded {report.events} events to position {report.last_position} in {report.seconds:.2f}s; "
+            f"saved {len(report.saved)} snapshots"
+            + (f"; no actor state for: {', '.join(report.skipped_domains)}" if report.skipped_domains else "")
+        )
 
     @app.command()
     def replay(
-        engine: List[str] = typer.Option(["python"], "--engine", help="python | duckdb | spark (may repeat)"),
+        engine: List[str] = typer.Option(["auto"], "--engine", help="auto | python | duckdb | spark (may repeat); auto picks by the log's size"),
         until_position: Optional[int] = typer.Option(None, "--until-position", help="fold events up to this position (inclusive)"),
         until_time: Optional[str] = typer.Option(None, "--until-time", help="fold events recorded at or before T (ms or ISO-8601)"),
         out: Optional[Path] = typer.Option(None, "--out", help="write Parquet snapshots under DIR/<engine>/"),
@@ -95,18 +126,24 @@ def register(app: typer.Typer) -> None:
         from projections.source import LogSource, ReplayBounds
 
         console = Console(stderr=True)
-        bad = [e for e in engine if e not in ("python", "duckdb", "spark")]
+        bad = [e for e in engine if e not in ("auto", "python", "duckdb", "spark")]
         if bad:
-            raise typer.BadParameter(f"unknown engine(s) {bad}; use python, duckdb or spark")
+            raise typer.BadParameter(f"unknown engine(s) {bad}; use auto, python, duckdb or spark")
         log_url = _log_url(url, config, override, data_dir)
         src = LogSource.of(str(parquet)) if parquet else LogSource.of(log_url)
         bounds = ReplayBounds(0, until_position, _parse_time(until_time))
         projections = domain_projections(domain or None)
+        types = [t for p in projections for t in p.event_type_names]
+        total = src.count(bounds, types)
+        if "auto" in engine:
+            from projections.recovery import choose_engine
+
+            picked = choose_engine(total, master)
+            console.print(f"auto: {picked} for {total} events (projections/recovery.py thresholds)")
+            engine = [picked if e == "auto" else e for e in engine]
         engines = list(dict.fromkeys(engine))
         if verify:
             engines = list(dict.fromkeys(["python"] + engines + ([] if set(engines) & {"duckdb", "spark"} else ["duckdb"])))
-        types = [t for p in projections for t in p.event_type_names]
-        total = src.count(bounds, types)
         results = {}
         duck = None
         for eng in engines:

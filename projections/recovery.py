@@ -14,12 +14,13 @@ the figures in the issue 7 report):
   ====================================  ==========  ==================================================
   events to fold                         engine      why (measured, share-group log, 2 cores)
   ====================================  ==========  ==================================================
-  < ``DUCKDB_MIN_EVENTS`` (500,000)      python      100 k: Python 0.54 s, DuckDB 0.96 s (start-up,
-                                                     staging); they cross between 0.5 M and 1 M
-  ≥ 500,000, single machine              duckdb      1 M: DuckDB 3.9 s, Python 4.8 s; and DuckDB
-                                                     resumes from its checkpoint afterwards
+  < ``DUCKDB_MIN_EVENTS`` (100,000)      python      100 k: Python 0.35 s, DuckDB 0.32 s — they cross
+                                                     about here (DuckDB pays start-up and staging)
+  ≥ 100,000, single machine              duckdb      300 k: 0.66 s vs 0.81 s; 1 M: 1.8 s vs 2.5 s;
+                                                     10 M: 18.2 s vs 21.2 s; and DuckDB resumes from
+                                                     its checkpoint afterwards
   ≥ ``SPARK_MIN_EVENTS`` (50 M) *and*    spark       only with a cluster master: local Spark on 2
-  a cluster ``master``                               cores folded 1 M events in 108 s
+  a cluster ``master``                               cores folded 10 M events in 109 s (Parquet)
   ====================================  ==========  ==================================================
 """
 
@@ -36,7 +37,7 @@ from projections.source import LogSource, ReplayBounds
 __all__ = ["DUCKDB_MIN_EVENTS", "SPARK_MIN_EVENTS", "RecoveryReport", "choose_engine", "rebuild_snapshots", "rebuild_states"]
 
 #: Below this many events the Python fold is faster than DuckDB's start-up + staging.
-DUCKDB_MIN_EVENTS = 500_000
+DUCKDB_MIN_EVENTS = 100_000
 #: Spark only pays off on a cluster, for logs at least this large.
 SPARK_MIN_EVENTS = 50_000_000
 

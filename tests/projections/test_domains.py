@@ -107,7 +107,8 @@ def test_controller_fold_and_recovery_snapshot_round_trip(tmp_path):
 
 def test_choose_engine_thresholds():
     assert choose_engine(10, need_actor_state=False) == "python"
-    assert choose_engine(499_999) == "python"
+    assert choose_engine(99_999) == "python"
+    assert choose_engine(100_000) == "duckdb"
     assert choose_engine(10_000_000, need_actor_state=True) == "python"
     assert choose_engine(10_000_000) == "duckdb"
     assert choose_engine(100_000_000, master="local[*]") == "duckdb"
