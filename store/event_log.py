@@ -549,12 +549,6 @@ class EventLog:
         """Release the engine's connections."""
         self.engine.dispose()
 
-    def release_idle_connections(self) -> None:
-        """Close the pooled connections nobody is using (each SQLite connection keeps its page
-        cache: ~1 MB in every actor process that only reads the log at recovery); the next read or
-        append opens a new one."""
-        self.engine.dispose()
-
     def after_fork(self) -> None:
         """Make an EventLog inherited through ``fork`` usable in the child: its pool is replaced
         without closing the parent's connections (SQLAlchemy's ``dispose(close=False)``; SQLite

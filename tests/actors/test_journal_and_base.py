@@ -146,3 +146,32 @@ def test_group_commit_across_actor_processes(sqlite_url: str, mp_asys: ActorSyst
         assert log.stream_version(f"counter:m{i}") == 40
     batches = asys.ask(journal, StatusRequest(), T).counts["batches"]
     assert 0 < batches <= 120
+
+
+def test_event_log_inherited_through_fork_gets_its_own_connections(sqlite_url: str) -> None:
+    """Thespian forks actor processes from their parent actor: a child that asks for the
+    process's event log gets the inherited one with a fresh pool (the parent's SQLite connections
+    must not be used across fork), and both processes keep appending."""
+    import os
+
+    from actors.base import event_log_for
+
+    cfg = {"event.log.url": sqlite_url}
+    parent_log = event_log_for(cfg)
+    parent_log.append("p", [new_event(Noted(1))])
+    parent_pool = parent_log.engine.pool
+    pid = os.fork()
+    if pid == 0:  # child: report through the exit status
+        code = 1
+        try:
+            child_log = event_log_for(cfg)
+            ok = child_log is parent_log and child_log.engine.pool is not parent_pool
+            child_log.append("c", [new_event(Noted(2))])
+            code = 0 if ok else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WEXITSTATUS(status) == 0
+    assert parent_log.engine.pool is parent_pool  # the parent's pool is untouched
+    parent_log.append("p", [new_event(Noted(3))])
+    assert [e.stream_id for e in parent_log.read_all()] == ["p", "c", "p"]
