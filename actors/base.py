@@ -196,10 +196,7 @@ class EventSourcedActor(ShoalActor):
         as for :meth:`persist`) or, without one, directly before returning."""
         if self._journal is None:
             try:
-                elog = self.event_log
-                snap = elog.load_snapshot(stream_id) if with_snapshot else None
-                start = max(from_version, snap.stream_version + 1) if snap is not None else from_version
-                page = StreamPage(0, snap, elog.read_stream(stream_id, start, limit=limit), elog.last_position())
+                page = StreamPage(0, *self.event_log.read_page(stream_id, from_version, limit, with_snapshot))
             except Exception as exc:  # storage down
                 log.exception("reading %s failed", stream_id)
                 then(PersistError("STORAGE", f"{type(exc).__name__}: {exc}"))

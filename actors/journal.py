@@ -78,10 +78,7 @@ class JournalActor(ShoalActor):
             return
         self._flush()
         try:
-            snap = self._log.load_snapshot(msg.stream_id) if msg.with_snapshot else None
-            start = max(msg.from_version, snap.stream_version + 1) if snap is not None else msg.from_version
-            events = self._log.read_stream(msg.stream_id, start, limit=msg.limit)
-            last = self._log.last_position()
+            snap, events, last = self._log.read_page(msg.stream_id, msg.from_version, msg.limit, msg.with_snapshot)
         except Exception as exc:  # storage failure: the reader stays not ready and may retry
             log.exception("journal: reading %s failed", msg.stream_id)
             self.send(sender, AppendFailed(msg.correlation_id, "STORAGE", f"{type(exc).__name__}: {exc}"))

@@ -438,6 +438,17 @@ class EventLog:
         with self.engine.connect() as conn:
             return [_recorded(r) for r in conn.execute(q)]
 
+    def read_page(
+        self, stream_id: str, from_version: int, limit: int, with_snapshot: bool = False
+    ) -> tuple[Snapshot | None, list[RecordedEvent], int]:
+        """One recovery page: ``(snapshot, events, last_position)``. With ``with_snapshot`` the
+        stream's latest snapshot is loaded and the events start after it when it is newer than
+        ``from_version``; at most ``limit`` events in version order; ``last_position`` is the
+        log's last position. Raises what the reads raise (storage errors)."""
+        snap = self.load_snapshot(stream_id) if with_snapshot else None
+        start = max(from_version, snap.stream_version + 1) if snap is not None else from_version
+        return snap, self.read_stream(stream_id, start, limit=limit), self.last_position()
+
     def iter_all(self, from_position: int = 0, page_size: int | None = None, until_position: int | None = None) -> Iterator[RecordedEvent]:
         """All events after ``from_position`` (exclusive) up to ``until_position`` (inclusive, or
         the end), in commit order, fetched ``page_size`` at a time."""

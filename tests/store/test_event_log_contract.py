@@ -376,3 +376,14 @@ def test_arrow_batches_read_the_envelope(five: EventLog) -> None:
     assert '"n":1' in table.column("data").to_pylist()[0].replace(" ", "")
     assert five.arrow_batches(2, 4).read_all().column("position").to_pylist() == [3, 4]
     assert five.arrow_batches(6).read_all().num_rows == 0
+
+
+def test_read_page_starts_after_the_snapshot(five: EventLog) -> None:
+    """A recovery page: without a snapshot from ``from_version``; with one, after it."""
+    snap, page, last = five.read_page("p", 1, 2, with_snapshot=True)
+    assert snap is None and ns(page) == [1, 2] and last == 6
+    five.save_snapshot("p", 3, b"state", 3)
+    snap, page, last = five.read_page("p", 1, 10, with_snapshot=True)
+    assert snap.stream_version == 3 and ns(page) == [4, 5]
+    _, page, _ = five.read_page("p", 2, 10)  # no snapshot asked: from the version given
+    assert ns(page) == [2, 3, 4, 5]
