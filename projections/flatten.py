@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from projections.model import ENVELOPE, EventView, _is_list, _list_item, _scalar_columns, _scalar_type, _unwrap_optional
 
-__all__ = ["duckdb_view_select", "spark_view_select", "tree_of"]
+__all__ = ["duckdb_view_select", "spark_view_select", "tree_of", "view_tree"]
 
 _ENV = [n for n, _ in ENVELOPE]
 
@@ -60,6 +60,46 @@ def tree_of(cls: Any) -> dict[str, Any]:
         if node is not None:
             put(path, [node])
     return tree
+
+
+def view_tree(tree: dict[str, Any], view: EventView) -> dict[str, Any]:
+    """The part of the event shape ``tree`` (:func:`tree_of`) that ``view`` reads: its columns'
+    paths and the lists it unnests, nothing else. Parsing a payload into the pruned shape skips
+    building the structs and lists the view would throw away (a ``json_transform``/``from_json``
+    costs what it builds). Falls back to ``tree`` for shapes it does not prune (lists of lists)."""
+    out: dict[str, Any] = {}
+    levels: list[tuple[Any, Any]] = [(tree, out)]
+    for lp in view.list_path:
+        src, dst = levels[-1]
+        if dst is None and not lp:  # a list inside a list, already copied whole
+            levels.append((None, None))
+            continue
+        if not isinstance(src, dict) or not lp:
+            return tree
+        for k in lp[:-1]:
+            src = src[k]
+            dst = dst.setdefault(k, {})
+        node = src[lp[-1]]
+        if not isinstance(node, list):
+            return tree
+        if isinstance(node[0], dict):
+            sub: dict[str, Any] = {}
+            dst[lp[-1]] = [sub]
+            levels.append((node[0], sub))
+        else:  # scalars or lists of scalars: the whole list
+            dst[lp[-1]] = node
+            levels.append((None, None))
+    for c in view.columns:
+        if not c.path:
+            continue
+        src, dst = levels[c.level]
+        if dst is None:
+            return tree
+        for k in c.path[:-1]:
+            src = src[k]
+            dst = dst.setdefault(k, {})
+        dst[c.path[-1]] = src[c.path[-1]]
+    return out or tree
 
 
 def _duck_struct(node: Any) -> Any:
@@ -122,7 +162,7 @@ def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str, parse
     :data:`projections.source.FOLD_COLUMNS`), or, with ``parsed``, from a relation already holding
     the envelope and the parsed payload ``e0`` (:func:`duckdb_parse_select`)."""
     env = ", ".join(_dq(n) for n in _ENV)
-    inner = f"SELECT {env}, e0 FROM {source}" if parsed else duckdb_parse_select(view.event_type, tree, source)
+    inner = f"SELECT {env}, e0 FROM {source}" if parsed else duckdb_parse_select(view.event_type, view_tree(tree, view), source)
 
     def explode(lst: str, idx: str, alias: str) -> str:
         return f"generate_subscripts({lst}, 1) - 1 AS {idx}, unnest({lst}) AS {alias}"

@@ -112,6 +112,23 @@ class LogSource:
             conn.close()
         return (int(lo or 0), int(hi or 0))
 
+    def last_position(self) -> int:
+        """The log's last position (0 when empty). Every position at or below it is committed
+        (positions are assigned in commit order), so it bounds a consistent read."""
+        if self.parquet is not None:
+            return self.position_range()[1]
+        from store.arrow_reader import adbc_connect
+
+        conn = adbc_connect(self.url)
+        try:
+            cur = conn.cursor()
+            cur.execute("SELECT max(position) FROM events")
+            (hi,) = cur.fetchone()
+            cur.close()
+        finally:
+            conn.close()
+        return int(hi or 0)
+
     def count(self, bounds: ReplayBounds = ReplayBounds(), event_types: Sequence[str] | None = None) -> int:
         """How many events inside ``bounds`` (of ``event_types`` only, if given)."""
         if self.parquet is not None:

@@ -149,7 +149,7 @@ after_del AS (
   SELECT s.stream_id, d.deleted_at FROM s LEFT JOIN sg_deleted d ON d.stream_id = s.stream_id
 ),
 ep AS (
-  SELECT e.stream_id, max_by(e.group_epoch, e.position) AS group_epoch
+  SELECT e.stream_id, max_by(e.group_epoch, e.position) AS group_epoch, count(*) AS n
   FROM ev_share_group_GroupEpochBumped e JOIN after_del a ON a.stream_id = e.stream_id
   WHERE a.deleted_at IS NULL OR e.position > a.deleted_at GROUP BY e.stream_id
 ),
@@ -163,14 +163,9 @@ msu AS (
   FROM ev_share_group_MemberSubscriptionUpdated e JOIN after_del a ON a.stream_id = e.stream_id
   WHERE a.deleted_at IS NULL OR e.position > a.deleted_at GROUP BY e.stream_id
 ),
-geb AS (
-  SELECT e.stream_id, count(*) AS n
-  FROM ev_share_group_GroupEpochBumped e JOIN after_del a ON a.stream_id = e.stream_id
-  WHERE a.deleted_at IS NULL OR e.position > a.deleted_at GROUP BY e.stream_id
-),
 mem AS (SELECT stream_id, count(*) AS n FROM sg_member_current GROUP BY stream_id)
 SELECT a.stream_id,
-       (msu.n IS NOT NULL OR geb.n IS NOT NULL) AS "exists",
+       (msu.n IS NOT NULL OR ep.n IS NOT NULL) AS "exists",
        (a.deleted_at IS NOT NULL AND msu.n IS NULL) AS deleted,
        CASE WHEN a.deleted_at IS NOT NULL AND msu.n IS NULL THEN 'Dead'
             WHEN mem.n IS NOT NULL THEN 'Stable' ELSE 'Empty' END AS state,
@@ -180,7 +175,6 @@ FROM after_del a
 LEFT JOIN ep ON ep.stream_id = a.stream_id
 LEFT JOIN ta ON ta.stream_id = a.stream_id
 LEFT JOIN msu ON msu.stream_id = a.stream_id
-LEFT JOIN geb ON geb.stream_id = a.stream_id
 LEFT JOIN mem ON mem.stream_id = a.stream_id
 """
 

@@ -269,9 +269,12 @@ SPARK_SETTINGS = settings(max_examples=4, deadline=None, suppress_health_check=[
 
 
 def assert_duckdb_equals_python(tmp_path, entries, ps) -> None:
-    """Write ``entries`` as an event log and check the DuckDB fold equals the Python fold."""
+    """Write ``entries`` as an event log and check the DuckDB fold equals the Python fold, with
+    the log read both ways: by DuckDB's ``sqlite_scan`` and through ADBC."""
     url = write_log(tmp_path, entries)
-    assert_same(ps, fold_python(url, ps), fold_duckdb(url, ps))
+    py = fold_python(url, ps)
+    assert_same(ps, py, fold_duckdb(url, ps))
+    assert_same(ps, py, fold_duckdb(url, ps, direct_scan=False))
 
 
 def assert_spark_equals_python(tmp_path, spark, entries, ps) -> None:
@@ -419,7 +422,9 @@ def test_spark_reads_parquet_export(tmp_path, spark_session):
     assert export_parquet(url, tmp_path / "export") == 2
     ps = [toy.projection()]
     assert_same(ps, fold_python(url, ps), fold_spark(str(tmp_path / "export"), ps, spark=spark_session))
-    assert_same(ps, fold_python(url, ps), fold_duckdb(str(tmp_path / "export"), ps))
+    parquet = fold_duckdb(str(tmp_path / "export"), ps)
+    assert parquet.extra["read_via"] == "read_parquet"
+    assert_same(ps, fold_python(url, ps), parquet)
 
 
 # ----------------------------------------------------------------------------- upcasting
@@ -481,7 +486,25 @@ def test_old_schema_versions_are_upcast_in_every_engine(tmp_path):
         {"stream_id": "p:1", "key": "a", "value": 1},
         {"stream_id": "p:1", "key": "b", "value": 3},
     ]
-    assert_same([proj], py, fold_duckdb(url, [proj]))
+    scanned = fold_duckdb(url, [proj])
+    assert scanned.extra["read_via"] == "sqlite_scan"
+    assert_same([proj], py, scanned)
+    arrow = fold_duckdb(url, [proj], direct_scan=False)
+    assert arrow.extra["read_via"] == "adbc"
+    assert_same([proj], py, arrow)
+
+
+def test_duckdb_reads_sqlite_with_its_scanner(tmp_path):
+    """The ``sqlite_scanner`` extension ships with the pinned DuckDB (the wheel
+    ``duckdb-extension-sqlite-scanner``) and loads with its signature checked: without it a replay
+    silently falls back to ADBC, several times slower (bench/replay.py)."""
+    from projections.duckdb_fold import sqlite_scanner_path
+
+    assert sqlite_scanner_path() is not None
+    url = write_log(tmp_path, [("g:a", toy.MemberJoined("m1", 1))])
+    r = fold_duckdb(url, [toy.projection()], direct_scan=True)
+    assert r.extra["read_via"] == "sqlite_scan"
+    assert r.tables["ptest_members"].num_rows == 1
 
 
 @pytest.mark.spark
