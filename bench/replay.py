@@ -10,7 +10,9 @@ because appending 10 M events through the log's durable path would take most of 
 rows are exactly what ``EventLog.append`` writes (same schema, codec, contiguous positions).
 Each engine runs in its own process, so ``peak_rss_mb`` is that engine's alone (for Spark, the
 driver's plus the JVM's high-water marks). Figures are per process, wall clock, including the
-read of the log (ADBC for Python and DuckDB; JDBC or a Parquet export for Spark).
+read of the log (ADBC for Python; DuckDB's own ``sqlite_scan`` for DuckDB; JDBC or a Parquet
+export for Spark). DuckDB's ``ingest_seconds`` (reading and staging the log) and ``sql_seconds``
+(the folds) are printed beside its total.
 """
 
 from __future__ import annotations

@@ -8,11 +8,13 @@ imports the domain's events and ``evolve`` lazily and raises
 domain         Python fold (the actor's own)                   SQL fold (DuckDB and Spark)
 =============  ==============================================  ==========================================
 share_group    ``actors.share.membership.evolve``              groups, members, assignment
-share          ``actors.share.actor.ShareGroupState.apply``    none yet (see ``share.py``)
+share          ``actors.share.actor.ShareGroupState.apply``    share partitions and their in-flight ranges,
+                                                               from the outcomes the events record
+                                                               (a partition with a v1 event is refused)
 rlmm           ``actors.rlmm.store.MetadataPartitionState``    segments, segment epochs, partitions
                                                                (the leader-epoch index is Python-only)
-controller     ``actors.controller.state.evolve``              partitions, replicas/ISR (topics' configs,
-                                                               frontiers and holds are Python-only)
+controller     ``actors.controller.state.evolve``              topics, configs, partitions, replicas/ISR,
+                                                               holds, dependencies, frontiers, producer ids
 =============  ==============================================  ==========================================
 """
 
