@@ -387,10 +387,17 @@ class DuckDBFold:
         where = "" if until_position is None else f" WHERE position <= {int(until_position)}"
         con.execute(f"CREATE OR REPLACE TEMP VIEW stage_bounded AS SELECT * FROM stage_events{where}")
         # one envelope row per (event, domain folding its type); a filter on the domain reaches
-        # only its branch
+        # only its branch, which needs no filter of its own when the domain folds every staged type
+        staged = set(self.domains_of)
+
+        def of_domain(p: DomainProjection) -> str:
+            if set(p.event_type_names) >= staged:
+                return ""
+            return f" WHERE event_type IN ({', '.join(_lit(t) for t in p.event_type_names)})"
+
         env = [
             "SELECT position, stream_id, stream_version, recorded_at_ms, CAST(event_type AS VARCHAR) AS event_type, "
-            f"{_lit(p.name)} AS domain FROM stage_bounded WHERE event_type IN ({', '.join(_lit(t) for t in p.event_type_names)})"
+            f"{_lit(p.name)} AS domain FROM stage_bounded{of_domain(p)}"
             for p in self.projections
         ] or ["SELECT position, stream_id, stream_version, recorded_at_ms, '' AS event_type, '' AS domain FROM stage_bounded WHERE false"]
         con.execute("CREATE OR REPLACE TEMP VIEW events_env AS " + " UNION ALL ".join(env))
