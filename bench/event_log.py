@@ -5,7 +5,12 @@ processes, on SQLite (file, WAL, synchronous=FULL) and PostgreSQL; p50/p99 laten
 appends; ``read_all`` throughput through Arrow (ADBC); and the raw ``sqlite3.executemany`` rate on
 the same schema beside ours.
 
-Usage: ``python bench/event_log.py [--events N] [--skip-postgres] [--pg-url URL]``
+Usage: ``python bench/event_log.py [--events N] [--skip-postgres] [--pg-url URL] [--only CASE ...]``
+
+``--only`` runs just the named cases (e.g. ``--only sqlite-batch100 pg-batch1``); the cases are
+``{sqlite,pg}-{batch1,batch100,batch1000,concurrent,reads}``, ``sqlite-raw`` and ``pg-floor`` (the
+bare durable commit: one autocommit ``INSERT`` of one row per transaction on a plain psycopg
+connection, the lower bound of a single-event append's latency on this machine).
 """
 
 from __future__ import annotations
@@ -118,7 +123,8 @@ def bench_read_all_pages(log: EventLog) -> dict:
 
 def bench_raw_sqlite(path: str, batch: int, total: int, synchronous: str = "FULL") -> dict:
     """The same schema and the same per-append work (read max position and the stream version
-    under BEGIN IMMEDIATE, then executemany) in plain sqlite3, without SQLAlchemy."""
+    under BEGIN IMMEDIATE, then executemany) in plain sqlite3, without SQLAlchemy. (Ours inserts
+    with multi-row INSERTs instead of executemany, so ``ours_vs_raw_batch_100`` can exceed 1.)"""
     log = open_event_log(f"sqlite:///{path}")  # create the schema exactly as ours
     log.close()
     con = sqlite3.connect(path, isolation_level=None)
@@ -143,16 +149,54 @@ def bench_raw_sqlite(path: str, batch: int, total: int, synchronous: str = "FULL
     return {"batch": batch, "events": n, "events_per_s": round(n / dt)}
 
 
-def run_backend(url: str, events: int, tmpdir: str | None) -> dict:
-    log = open_event_log(url)
-    out = {
-        "append_batch_1": bench_appends(log, 1, min(events // 10, 5000)),
-        "append_batch_100": bench_appends(log, 100, events),
-        "append_batch_1000": bench_appends(log, 1000, events),
-        "concurrent_4_writers_batch_100": bench_concurrent(url, 4, 100, max(1, events // 400)),
+def bench_pg_commit_floor(dsn: str, total: int) -> dict:
+    """The floor under a durable single-event append: ``total`` autocommit ``INSERT`` statements of one
+    ~100-byte row (one round trip and one WAL flush each, ``synchronous_commit`` as the server
+    has it) on a plain psycopg connection, with p50/p99 latency."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as c:
+        commit = c.execute("SHOW synchronous_commit").fetchone()[0]
+        c.execute("DROP TABLE IF EXISTS floor_probe_durable")
+        c.execute("CREATE TABLE floor_probe_durable (id bigint PRIMARY KEY, data text)")
+        lat: list[float] = []
+        t0 = time.perf_counter()
+        for i in range(total):
+            s = time.perf_counter()
+            c.execute("INSERT INTO floor_probe_durable VALUES (%s, %s)", (i, PAYLOAD))
+            lat.append(time.perf_counter() - s)
+        dt = time.perf_counter() - t0
+        c.execute("DROP TABLE floor_probe_durable")
+    lat.sort()
+    return {
+        "commits": total,
+        "synchronous_commit": commit,
+        "commits_per_s": round(total / dt),
+        "p50_ms": round(lat[len(lat) // 2] * 1000, 3),
+        "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000, 3),
     }
-    out["read_all_pages_1000"] = bench_read_all_pages(log)
-    out["read_arrow"] = bench_arrow_read(log)
+
+
+def run_backend(url: str, events: int, tmpdir: str | None, prefix: str = "", only: set[str] | None = None) -> dict:
+    """Run the backend's cases (all, or those of ``only`` named ``<prefix>-<case>``) on a fresh
+    log at ``url``; returns ``{figure name: result}``."""
+
+    def wanted(case: str) -> bool:
+        return only is None or f"{prefix}-{case}" in only
+
+    log = open_event_log(url)
+    out: dict = {}
+    if wanted("batch1"):
+        out["append_batch_1"] = bench_appends(log, 1, min(events // 10, 5000))
+    if wanted("batch100"):
+        out["append_batch_100"] = bench_appends(log, 100, events)
+    if wanted("batch1000"):
+        out["append_batch_1000"] = bench_appends(log, 1000, events)
+    if wanted("concurrent"):
+        out["concurrent_4_writers_batch_100"] = bench_concurrent(url, 4, 100, max(1, events // 400))
+    if wanted("reads"):
+        out["read_all_pages_1000"] = bench_read_all_pages(log)
+        out["read_arrow"] = bench_arrow_read(log)
     log.close()
     return out
 
@@ -171,23 +215,36 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--skip-postgres", action="store_true")
     ap.add_argument("--pg-url", default=os.environ.get("SHOAL_BENCH_PG_URL", PG_URL))
+    ap.add_argument("--only", nargs="+", metavar="CASE", help="run only these cases, e.g. sqlite-batch100 pg-batch1")
     args = ap.parse_args()
+    only = set(args.only) if args.only else None
+    known = {f"{b}-{c}" for b in ("sqlite", "pg") for c in ("batch1", "batch100", "batch1000", "concurrent", "reads")}
+    known |= {"sqlite-raw", "pg-floor"}
+    if only and only - known:
+        ap.error(f"unknown case(s) {sorted(only - known)}; known: {sorted(known)}")
     result: dict = {"machine": {"cpus": os.cpu_count()}, "events_per_case": args.events}
-    with tempfile.TemporaryDirectory() as d:
-        result["sqlite"] = run_backend(f"sqlite:///{d}/events.db", args.events, d)
-        raw = bench_raw_sqlite(f"{d}/raw.db", 100, args.events)
-        result["sqlite"]["raw_sqlite3_executemany_batch_100"] = raw
-        result["sqlite"]["ours_vs_raw_batch_100"] = round(
-            result["sqlite"]["append_batch_100"]["events_per_s"] / raw["events_per_s"], 3
-        )
-    if not args.skip_postgres:
+    if only is None or any(c.startswith("sqlite-") for c in only):
+        with tempfile.TemporaryDirectory() as d:
+            result["sqlite"] = run_backend(f"sqlite:///{d}/events.db", args.events, d, "sqlite", only)
+            if only is None or "sqlite-raw" in only:
+                raw = bench_raw_sqlite(f"{d}/raw.db", 100, args.events)
+                result["sqlite"]["raw_sqlite3_executemany_batch_100"] = raw
+                if "append_batch_100" in result["sqlite"]:
+                    result["sqlite"]["ours_vs_raw_batch_100"] = round(
+                        result["sqlite"]["append_batch_100"]["events_per_s"] / raw["events_per_s"], 3
+                    )
+    if not args.skip_postgres and (only is None or any(c.startswith("pg-") for c in only)):
         pg = args.pg_url.replace("/test", "/shoal_bench") if args.pg_url.endswith("/test") else args.pg_url
         import psycopg
+        import sqlalchemy as sa
 
+        dsn = sa.engine.make_url(pg).set(drivername="postgresql").render_as_string(hide_password=False)
         with psycopg.connect("host=127.0.0.1 port=5432 dbname=test user=postgres", autocommit=True) as c:
             c.execute("DROP DATABASE IF EXISTS shoal_bench WITH (FORCE)")
             c.execute("CREATE DATABASE shoal_bench")
-        result["postgresql"] = run_backend(pg, args.events, None)
+        result["postgresql"] = run_backend(pg, args.events, None, "pg", only)
+        if only is None or "pg-floor" in only:
+            result["postgresql"]["bare_durable_commit"] = bench_pg_commit_floor(dsn, min(args.events // 10, 5000))
     print(json.dumps(result, indent=2))
 
 

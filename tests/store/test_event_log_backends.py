@@ -1,13 +1,15 @@
-"""Backend specifics: SQLite's WAL/synchronous settings, PostgreSQL's lock timeout."""
+"""Backend specifics: SQLite's WAL/synchronous settings, PostgreSQL's lock timeout and its
+single-statement append (``shoal_append_v1``)."""
 
 from __future__ import annotations
 
 import threading
 
+import psycopg
 import pytest
 
 from events import new_event
-from store.event_log import NO_STREAM, WriteLockTimeout, open_event_log
+from store.event_log import ANY, NO_STREAM, AppendRequest, ConcurrencyError, WriteLockTimeout, open_event_log
 from tests.events.sample import Noted
 
 
@@ -75,3 +77,107 @@ def test_parallel_arrow_slices_wait_for_a_reader_rebuilding_the_wal_index(tmp_pa
         log.append("a", [new_event(Noted(k)) for k in range(5)])
         log.close()
         assert ar.read_events_table(url, slices=4).column("position").to_pylist() == [1, 2, 3, 4, 5]
+
+
+# ------------------------------------------------- PostgreSQL's single-statement append
+
+
+def test_postgres_appends_in_one_statement_and_falls_back_on_conflict(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Appends that pass their version checks go through ``shoal_append_v1`` alone (one round
+    trip); a conflict goes to the general path, which decides it (here: refused)."""
+    import store.event_log as el
+
+    log = open_event_log(pg_url)
+
+    def general_path(*_args, **_kwargs):
+        raise AssertionError("general path used")
+
+    monkeypatch.setattr(el.EventLog, "_validate_and_insert", general_path)
+    assert log.append("a", [new_event(Noted(1))], NO_STREAM).positions == (1,)
+    results = log.append_batch([AppendRequest("a", [new_event(Noted(2))], 1), AppendRequest("b", [new_event(Noted(3))], ANY)])
+    assert [(r.first_version, r.positions) for r in results] == [(2, (2,)), (1, (3,))]
+    with pytest.raises(AssertionError, match="general path"):
+        log.append("a", [new_event(Noted(4))], 1)
+    monkeypatch.undo()
+    with pytest.raises(ConcurrencyError):
+        log.append("a", [new_event(Noted(4))], 1)
+    assert log.last_position() == 3
+    log.close()
+
+
+def test_postgres_log_without_the_append_function_still_appends(pg_url: str) -> None:
+    """A database created before ``shoal_append_v1`` existed, opened with ``create=False``,
+    appends through the general path; opening it with ``create=True`` adds the function."""
+    open_event_log(pg_url).close()
+    with psycopg.connect(_dsn(pg_url), autocommit=True) as c:
+        c.execute("DROP FUNCTION shoal_append_v1")
+    old = open_event_log(pg_url, create=False)
+    assert old.append("a", [new_event(Noted(1)), new_event(Noted(2))], NO_STREAM).positions == (1, 2)
+    assert old.append("a", [new_event(Noted(3))], 2).positions == (3,) and old._pg_function is False
+    with pytest.raises(ConcurrencyError):
+        old.append("a", [new_event(Noted(4))], 2)
+    old.close()
+    new = open_event_log(pg_url)
+    assert new.append("a", [new_event(Noted(4))], 3).positions == (4,) and new._pg_function is True
+    new.close()
+
+
+def test_postgres_append_survives_a_lost_writer_connection(pg_url: str) -> None:
+    """The server drops the writer's connection between appends (a restart, an idle timeout):
+    the next append succeeds on a new connection, exactly once."""
+    log = open_event_log(pg_url)
+    log.append("a", [new_event(Noted(1))], NO_STREAM)
+    backend = log._writer.info.backend_pid
+    with psycopg.connect(_dsn(pg_url), autocommit=True) as c:
+        c.execute("SELECT pg_terminate_backend(%s)", (backend,))
+    assert log.append("a", [new_event(Noted(2))], 1).positions == (2,)
+    assert log._writer.info.backend_pid != backend
+    assert [r.stream_version for r in log.read_stream("a")] == [1, 2]
+    log.close()
+
+
+def test_postgres_batch_append_times_out_on_the_write_lock(pg_url: str) -> None:
+    """The lock timeout holds on the single-statement path with several requests too."""
+    log = open_event_log(pg_url, lock_timeout_ms=200)
+    with psycopg.connect(_dsn(pg_url)) as holder:
+        holder.execute("LOCK TABLE events IN EXCLUSIVE MODE")
+        with pytest.raises(WriteLockTimeout):
+            log.append_batch([AppendRequest("a", [new_event(Noted(1))], NO_STREAM), AppendRequest("b", [new_event(Noted(2))], ANY)])
+        holder.rollback()
+    assert log.last_position() == 0
+    assert log.append("a", [new_event(Noted(1))], NO_STREAM).positions == (1,)
+    log.close()
+
+
+def test_postgres_role_that_cannot_create_the_function_still_appends(pg_url: str) -> None:
+    """An application role with table privileges only (no CREATE on the schema, PostgreSQL 15's
+    default for ``public``) opens an existing log that lacks the function: a warning, and
+    appends take the general path with the same results."""
+    import uuid
+
+    open_event_log(pg_url).close()
+    role = f"shoal_t_app_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(_dsn(pg_url), autocommit=True) as c:
+        c.execute("DROP FUNCTION shoal_append_v1")
+        c.execute(f'CREATE ROLE "{role}" LOGIN')
+        c.execute(f'REVOKE CREATE ON SCHEMA public FROM PUBLIC, "{role}"')
+        c.execute(f'GRANT SELECT, INSERT, UPDATE ON events, snapshots TO "{role}"')
+    try:
+        url = pg_url.replace("postgres@", f"{role}@")
+        with pytest.warns(UserWarning, match="shoal_append_v1 not created"):
+            log = open_event_log(url)
+        assert log.append("a", [new_event(Noted(1))], NO_STREAM).positions == (1,)
+        assert log.append("a", [new_event(Noted(2))], 1).positions == (2,) and log._pg_function is False
+        log.close()
+    finally:
+        with psycopg.connect(_dsn(pg_url), autocommit=True) as c:
+            c.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+            c.execute(f'DROP OWNED BY "{role}"')
+            c.execute(f'DROP ROLE "{role}"')
+
+
+def _dsn(url: str) -> str:
+    """A libpq connection string for a SQLAlchemy ``postgresql+psycopg://`` URL."""
+    import sqlalchemy as sa
+
+    return sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)

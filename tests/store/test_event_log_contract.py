@@ -58,7 +58,24 @@ def test_recorded_at_comes_from_the_clock(event_log_url: str) -> None:
     log.close()
 
 
+def test_recorded_at_never_decreases_along_positions(event_log_url: str) -> None:
+    """A clock that reads earlier than the last event's time (stepped back, or read before a
+    wait for the write lock) stamps the last event's time, so ``recorded_at_ms ≤ T`` selects a
+    prefix of the log; a later clock is taken as it is."""
+    times = iter([5_000, 3_000, 3_000, 9_000, 7_000])
+    log = open_event_log(event_log_url, clock=lambda: next(times))
+    log.append("a", evs(1))
+    log.append("b", evs(2, 3))
+    log.append_batch([AppendRequest("a", evs(4), 1), AppendRequest("c", evs(5), NO_STREAM)])
+    log.append("b", evs(6), ANY)
+    log.append("c", evs(7), 1)
+    assert [r.recorded_at_ms for r in log.read_all()] == [5_000, 5_000, 5_000, 5_000, 5_000, 9_000, 9_000]
+    log.close()
+
+
 @pytest.mark.parametrize("expected", [NO_STREAM, 0, 1, 5])
+
+
 def test_conflict_raises_and_writes_nothing(event_log: EventLog, expected: int) -> None:
     event_log.append("a", evs(1, 2), NO_STREAM)
     with pytest.raises(ConcurrencyError) as info:
@@ -111,10 +128,83 @@ def test_append_many_answers_each_request_alone(event_log: EventLog) -> None:
     assert event_log.last_position() == 2
 
 
+def test_payloads_and_ids_are_stored_exactly(event_log: EventLog) -> None:
+    """What goes in comes out byte for byte: quotes, backslashes, array punctuation, NULL-like
+    text, newlines and non-ASCII (PostgreSQL's single-statement append passes text arrays)."""
+    texts = ['"quoted"', "back\\slash", "{a,b}", "NULL", "line\nbreak", "ünï\u00e7ødé ✓", ""]
+    batch = [new_event(Noted(i, t)) for i, t in enumerate(texts)]
+    event_log.append_batch([AppendRequest("a", batch[:3], NO_STREAM), AppendRequest("b", batch[3:], NO_STREAM)])
+    stored = event_log.read_all()
+    assert [r.data for r in stored] == [e.data for e in batch]
+    assert [r.event_id for r in stored] == [e.event_id for e in batch]
+    assert [r.decode().text for r in stored] == texts
+    assert [(r.stream_id, r.stream_version) for r in stored] == [("a", 1), ("a", 2), ("a", 3), ("b", 1), ("b", 2), ("b", 3), ("b", 4)]
+    # one request of several events, and single events (PostgreSQL passes these as scalars)
+    several = [new_event(Noted(i, t)) for i, t in enumerate(texts)]
+    event_log.append("c", several, NO_STREAM)
+    singles = [new_event(Noted(i, t)) for i, t in enumerate(texts)]
+    for v, e in enumerate(singles):
+        event_log.append("d", [e], v)
+    for stream, sent in (("c", several), ("d", singles)):
+        got = event_log.read_stream(stream)
+        assert [(r.event_id, r.data, r.event_type, r.schema_version) for r in got] == [
+            (e.event_id, e.data, e.event_type, e.schema_version) for e in sent
+        ]
+
+
+def test_appends_of_any_size_keep_their_order(event_log: EventLog) -> None:
+    """Sizes around the insert chunking (SQLite: multi-row INSERTs of up to 64 rows) and a
+    batch of several such requests: every event lands at its version and position, in order."""
+    sizes = [1, 63, 64, 65, 100, 129, 300]
+    for i, n in enumerate(sizes):
+        r = event_log.append(f"s{i}", evs(*range(n)), NO_STREAM)
+        assert (r.first_version, r.last_version, len(r.positions)) == (1, n, n)
+    batch = event_log.append_batch([AppendRequest(f"s{i}", evs(*range(n)), n) for i, n in enumerate(sizes)])
+    assert [(r.first_version, r.last_version) for r in batch] == [(n + 1, 2 * n) for n in sizes]
+    stored = event_log.read_all()
+    assert [r.position for r in stored] == list(range(1, 2 * sum(sizes) + 1))
+    for i, n in enumerate(sizes):
+        recs = event_log.read_stream(f"s{i}")
+        assert [r.stream_version for r in recs] == list(range(1, 2 * n + 1))
+        assert ns(recs) == list(range(n)) * 2
+
+
+def test_batch_with_a_stream_twice_checks_the_running_version(event_log: EventLog) -> None:
+    """The second request on a stream is checked against the version after the first: a stale
+    expected version fails the whole batch (atomic) or only itself (append_many)."""
+    event_log.append("a", evs(1), NO_STREAM)
+    with pytest.raises(ConcurrencyError) as info:
+        event_log.append_batch([AppendRequest("a", evs(2, 3), 1), AppendRequest("a", evs(4), 1)])
+    assert info.value.actual == 3 and event_log.last_position() == 1
+    out = event_log.append_many([AppendRequest("a", evs(2, 3), 1), AppendRequest("a", evs(4), 1), AppendRequest("a", evs(5), 3)])
+    assert isinstance(out[1], ConcurrencyError)
+    assert [r.positions for r in (out[0], out[2])] == [(2, 3), (4,)] and ns(event_log.read_stream("a")) == [1, 2, 3, 5]
+
+
+def test_a_process_that_reads_and_appends_keeps_one_connection(event_log: EventLog) -> None:
+    """An actor that recovers (reads) and then persists (appends) in one thread holds one
+    database connection, not one for reads and one for appends (PostgreSQL: reads share the
+    writer's connection while it is free; SQLite: appends check a connection out of the pool).
+    A read while the writer is busy (another thread appending) does not wait for it."""
+    event_log.engine.dispose()  # drop the pooled connection schema creation used
+    opened: list[object] = []
+    sa.event.listen(event_log.engine, "connect", lambda dbapi_conn, _rec: opened.append(dbapi_conn))
+    assert event_log.read_stream("a") == [] and event_log.last_position() == 0
+    event_log.append("a", evs(1, 2), NO_STREAM)
+    assert ns(event_log.read_stream("a")) == [1, 2] and event_log.stream_version("a") == 2
+    assert event_log.load_snapshot("a") is None and event_log.last_position() == 2
+    event_log.append("a", evs(3), 2)
+    assert len(opened) == 1
+    with event_log._write_mutex:  # as while another thread appends
+        assert ns(event_log.read_stream("a")) == [1, 2, 3] and event_log.last_position() == 3
+
+
 # ------------------------------------------------------------------------- idempotency
 
 
 @pytest.mark.parametrize("expected", [NO_STREAM, 0, ANY])
+
+
 def test_retry_with_same_event_ids_returns_original_positions(event_log: EventLog, expected: int) -> None:
     batch = evs(1, 2)
     first = event_log.append("a", batch, expected)
@@ -168,6 +258,8 @@ def five(event_log: EventLog) -> EventLog:
         ({"from_version": 6}, []),  # nothing past the end
     ],
 )
+
+
 def test_read_stream_bounds(five: EventLog, kwargs: dict, expected: list[int]) -> None:
     assert ns(five.read_stream("p", **kwargs)) == expected
 
@@ -332,6 +424,8 @@ def test_snapshot_store_spec(event_log: EventLog) -> None:
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(values=st.lists(st.integers(-1000, 1000), min_size=1, max_size=40), cut=st.integers(0, 40))
+
+
 def test_snapshot_plus_tail_equals_full_replay(sqlite_log: EventLog, values: list[int], cut: int) -> None:
     stream = f"s-{uuid.uuid4().hex}"
     sqlite_log.append(stream, evs(*values), NO_STREAM)
