@@ -277,19 +277,26 @@ class DuckDBFold:
             raise
         return int(n)
 
-    def _scan_relation(self, src: LogSource) -> str | None:
-        """The DuckDB table function reading ``src`` directly, or ``None`` (read through ADBC)."""
+    def _scan_relation(self, src: LogSource) -> tuple[str, str] | None:
+        """``(relation, how)``: the DuckDB relation reading ``src`` directly and its name for
+        ``read_via``, or ``None`` (read through ADBC).
+
+        A SQLite log is ATTACHed **read-only** (the extension's SQLite is a second copy of the
+        library in this process: read-write, it would delete the WAL our writer has open when
+        it closes; see ``store/arrow_reader.adbc_connect``) and scanned in parallel rowid ranges."""
         if self.direct_scan is False:
             return None
         if src.parquet is not None:
             p = Path(src.parquet)
             glob = str(p / "**" / "*.parquet") if p.is_dir() else str(p)
-            return f"read_parquet({_lit(glob)})"
+            return f"read_parquet({_lit(glob)})", "read_parquet"
         if src.url is not None and src.url.startswith("sqlite"):
             path = sqlite_path(src.url)
             if path is None or not self._load_scanner():
                 return None
-            return f"sqlite_scan({_lit(path)}, 'events')"
+            self.con.execute("DETACH DATABASE IF EXISTS shoal_log")
+            self.con.execute(f"ATTACH {_lit(os.path.abspath(path))} AS shoal_log (TYPE sqlite, READ_ONLY)")
+            return "shoal_log.events", "sqlite_scan"
         return None
 
     def _load_scanner(self) -> bool:
@@ -342,18 +349,20 @@ class DuckDBFold:
         types = list(self.domains_of)
         ingested = 0
         after = ReplayBounds(cp[0], bounds.until_position, bounds.until_time_ms)
-        relation = self._scan_relation(src) if types else None
+        scan = self._scan_relation(src) if types else None
         read_via = "adbc" if src.parquet is None else "pyarrow"
-        if relation is not None:
-            read_via = relation.split("(", 1)[0]
-        if relation is not None:
-            last = src.last_position()
-            if bounds.until_position is not None:
-                last = min(last, bounds.until_position)
-            if last > cp[0]:
-                ingested = self._ingest_scan(relation, after, last, types)
-                if progress is not None:
-                    progress(ingested)
+        if scan is not None:
+            relation, read_via = scan
+            try:
+                last = src.last_position()
+                if bounds.until_position is not None:
+                    last = min(last, bounds.until_position)
+                if last > cp[0]:
+                    ingested = self._ingest_scan(relation, after, last, types)
+                    if progress is not None:
+                        progress(ingested)
+            finally:
+                self.con.execute("DETACH DATABASE IF EXISTS shoal_log")
         else:
             for chunk in src.batches(after, types):
                 self._ingest(chunk, bounds.until_time_ms)

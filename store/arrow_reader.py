@@ -32,7 +32,7 @@ _COLUMNS = ", ".join(EVENTS_SCHEMA.names)
 
 
 def adbc_connect(url: str):
-    """An ADBC DB-API connection for the SQLAlchemy ``url`` of an event log.
+    """A read-only ADBC DB-API connection for the SQLAlchemy ``url`` of an event log.
 
     Raises ``ValueError`` for an unsupported or in-memory URL (ADBC cannot share SQLAlchemy's
     private in-memory database)."""
@@ -40,9 +40,16 @@ def adbc_connect(url: str):
         path = url.split(":///", 1)[1] if ":///" in url else ""
         if not path or path == ":memory:":
             raise ValueError("the Arrow reader needs a file-backed SQLite event log")
+        from urllib.parse import quote
+
         import adbc_driver_sqlite.dbapi as sqlite_dbapi
 
-        conn = sqlite_dbapi.connect(path)
+        # Read-only, always: the driver links its own copy of SQLite, which does not see the
+        # POSIX locks of the copy our writer uses in the same process. A read-write connection
+        # of it would, on close, take itself for the file's last user, checkpoint and delete the
+        # -wal/-shm files the writer still has open; later appends would go to a deleted WAL
+        # (tests/store/test_foreign_sqlite_readers.py). A read-only connection never does.
+        conn = sqlite_dbapi.connect(f"file:{quote(os.path.abspath(path))}?mode=ro")
         # The driver sets no busy timeout: a reader opening the file while another connection
         # rebuilds the WAL index (parallel slices open several at once) would fail at once with
         # "database is locked" instead of waiting its turn.
