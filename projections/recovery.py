@@ -14,13 +14,14 @@ the figures in the issue 7 report):
   ====================================  ==========  ==================================================
   events to fold                         engine      why (measured, share-group log, 2 cores)
   ====================================  ==========  ==================================================
-  < ``DUCKDB_MIN_EVENTS`` (100,000)      python      100 k: Python 0.35 s, DuckDB 0.32 s — they cross
-                                                     about here (DuckDB pays start-up and staging)
-  ≥ 100,000, single machine              duckdb      300 k: 0.66 s vs 0.81 s; 1 M: 1.8 s vs 2.5 s;
-                                                     10 M: 18.2 s vs 21.2 s; and DuckDB resumes from
-                                                     its checkpoint afterwards
+  < ``DUCKDB_MIN_EVENTS`` (100,000)      python      10 k: Python 0.06 s, DuckDB 0.16 s; 100 k: 0.33 s
+                                                     vs 0.37 s — they cross about here (DuckDB pays
+                                                     start-up and staging)
+  ≥ 100,000, single machine              duckdb      300 k: 0.92 s vs 0.34 s; 10 M: 21 s vs ~5 s
+                                                     (DuckDB reads SQLite with ``sqlite_scan``); and
+                                                     DuckDB resumes from its checkpoint afterwards
   ≥ ``SPARK_MIN_EVENTS`` (50 M) *and*    spark       only with a cluster master: local Spark on 2
-  a cluster ``master``                               cores folded 10 M events in 109 s (Parquet)
+  a cluster ``master``                               cores folded 10 M events in 47 s (Parquet)
   ====================================  ==========  ==================================================
 """
 
