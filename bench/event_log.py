@@ -59,10 +59,12 @@ def bench_appends(log: EventLog, batch: int, total: int) -> dict:
     dt = time.perf_counter() - t0
     n = len(batches) * batch
     lat.sort()
+    return {"batch": batch, "events": n, "events_per_s": round(n / dt), **_percentiles_ms(lat)}
+
+
+def _percentiles_ms(lat: list[float]) -> dict:
+    """``p50_ms``/``p99_ms`` of the sorted latencies ``lat`` (seconds)."""
     return {
-        "batch": batch,
-        "events": n,
-        "events_per_s": round(n / dt),
         "p50_ms": round(lat[len(lat) // 2] * 1000, 3),
         "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000, 3),
     }
@@ -172,8 +174,7 @@ def bench_pg_commit_floor(dsn: str, total: int) -> dict:
         "commits": total,
         "synchronous_commit": commit,
         "commits_per_s": round(total / dt),
-        "p50_ms": round(lat[len(lat) // 2] * 1000, 3),
-        "p99_ms": round(lat[min(len(lat) - 1, int(len(lat) * 0.99))] * 1000, 3),
+        **_percentiles_ms(lat),
     }
 
 

@@ -1,9 +1,10 @@
-"""Flattening event JSON into typed views, rendered for each SQL engine from the event classes.
+"""Flattening event JSON into typed views for DuckDB, from the event classes.
 
 The shape of an event's JSON is derived from its dataclass (:func:`projections.model.event_views`),
-so a new field in an event appears in the views of both engines without any hand-written
-JSON path. This module renders that shape as a DuckDB ``json_transform`` structure and as a Spark
-``from_json`` DDL schema, and writes the ``SELECT`` that builds each view.
+so a new field in an event appears in the views without any hand-written JSON path. This module
+renders that shape (pruned to what a view reads, :func:`view_tree`) as a DuckDB ``json_transform``
+structure and writes the ``SELECT`` that builds each view. Spark builds its ``from_json`` schemas
+in :mod:`projections.spark_fold`, from the same event views.
 """
 
 from __future__ import annotations
@@ -16,12 +17,11 @@ import pyarrow as pa
 
 from projections.model import ENVELOPE, EventView, _is_list, _list_item, _scalar_columns, _scalar_type, _unwrap_optional
 
-__all__ = ["duckdb_view_select", "spark_view_select", "tree_of", "view_tree"]
+__all__ = ["duckdb_view_select", "tree_of", "view_tree"]
 
 _ENV = [n for n, _ in ENVELOPE]
 
 _DUCK = {pa.int64(): "BIGINT", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN", pa.float64(): "DOUBLE"}
-_SPARK = {pa.int64(): "BIGINT", pa.string(): "STRING", pa.bool_(): "BOOLEAN", pa.float64(): "DOUBLE"}
 
 
 def _node(tp: Any) -> Any:
@@ -110,24 +110,8 @@ def _duck_struct(node: Any) -> Any:
     return _DUCK[node]
 
 
-def _spark_type(node: Any) -> str:
-    if isinstance(node, dict):
-        return "STRUCT<" + ", ".join(f"`{k}`: {_spark_type(v)}" for k, v in node.items()) + ">"
-    if isinstance(node, list):
-        return f"ARRAY<{_spark_type(node[0])}>"
-    return _SPARK[node]
-
-
-def _spark_ddl(tree: dict[str, Any]) -> str:
-    return ", ".join(f"`{k}` {_spark_type(v)}" for k, v in tree.items())
-
-
 def _dq(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
-
-
-def _bq(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _access(root: str, path: tuple[str, ...], quote) -> str:
@@ -168,15 +152,3 @@ def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str, parse
         return f"generate_subscripts({lst}, 1) - 1 AS {idx}, unnest({lst}) AS {alias}"
 
     return _view_select(view, inner, _dq, explode)
-
-
-def spark_view_select(view: EventView, tree: dict[str, Any], source: str) -> str:
-    """A Spark SQL ``SELECT`` building ``view`` from the raw rows in view ``source``."""
-    ddl = _spark_ddl(tree).replace("'", "\\'")
-    env = ", ".join(_bq(n) for n in _ENV)
-    inner = f"SELECT {env}, from_json(data, '{ddl}') AS e0 FROM {source} WHERE event_type = '{view.event_type}'"
-
-    def explode(lst: str, idx: str, alias: str) -> str:
-        return f"posexplode({lst}) AS ({idx}, {alias})"
-
-    return _view_select(view, inner, _bq, explode)
