@@ -114,41 +114,25 @@ def _dq(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _access(root: str, path: tuple[str, ...], quote) -> str:
-    return root + "".join("." + quote(p) for p in path)
+def _access(root: str, path: tuple[str, ...]) -> str:
+    return root + "".join("." + _dq(p) for p in path)
 
 
-def _view_select(view: EventView, inner: str, quote, explode) -> str:
-    env = ", ".join(quote(n) for n in _ENV)
-    q = inner
+def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str) -> str:
+    """A DuckDB ``SELECT`` building ``view`` from the raw rows in relation ``source`` (columns
+    :data:`projections.source.FOLD_COLUMNS`): the rows of the view's event type, each payload
+    parsed with ``json_transform`` into the part of ``tree`` the view reads (:func:`view_tree`),
+    its lists unnested (one row per element, with the element's index) and its columns cut out."""
+    structure = json.dumps(_duck_struct(view_tree(tree, view))).replace("'", "''")
+    env = ", ".join(_dq(n) for n in _ENV)
+    event_type = view.event_type.replace("'", "''")
+    q = f"SELECT {env}, json_transform(data, '{structure}') AS e0 FROM {source} WHERE event_type = '{event_type}'"
     for k, path in enumerate(view.list_path, start=1):
-        lst = _access(f"e{k - 1}", path, quote)
+        lst = _access(f"e{k - 1}", path)
         idx = view.index_columns[k - 1]
-        q = f"SELECT * FROM (SELECT *, {explode(lst, idx, f'e{k}')} FROM ({q}) AS q{k})"
+        q = f"SELECT * FROM (SELECT *, generate_subscripts({lst}, 1) - 1 AS {idx}, unnest({lst}) AS e{k} FROM ({q}) AS q{k})"
     idxs = "".join(f", CAST({i} AS BIGINT) AS {i}" for i in view.index_columns)
     cols = "".join(
-        f", {_access(f'e{c.level}', c.path, quote) if c.path else f'e{c.level}'} AS {quote(c.name)}" for c in view.columns
+        f", {_access(f'e{c.level}', c.path) if c.path else f'e{c.level}'} AS {_dq(c.name)}" for c in view.columns
     )
     return f"SELECT {env}{idxs}{cols} FROM ({q}) AS t"
-
-
-def duckdb_parse_select(event_type: str, tree: dict[str, Any], source: str, filter_type: bool = True) -> str:
-    """A DuckDB ``SELECT`` of the envelope and the parsed payload (column ``e0``, a STRUCT) of the
-    rows of ``event_type`` in relation ``source``."""
-    structure = json.dumps(_duck_struct(tree)).replace("'", "''")
-    env = ", ".join(_dq(n) for n in _ENV)
-    where = f" WHERE event_type = '{event_type}'" if filter_type else ""
-    return f"SELECT {env}, json_transform(data, '{structure}') AS e0 FROM {source}{where}"
-
-
-def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str, parsed: bool = False) -> str:
-    """A DuckDB ``SELECT`` building ``view`` from the raw rows in relation ``source`` (columns
-    :data:`projections.source.FOLD_COLUMNS`), or, with ``parsed``, from a relation already holding
-    the envelope and the parsed payload ``e0`` (:func:`duckdb_parse_select`)."""
-    env = ", ".join(_dq(n) for n in _ENV)
-    inner = f"SELECT {env}, e0 FROM {source}" if parsed else duckdb_parse_select(view.event_type, view_tree(tree, view), source)
-
-    def explode(lst: str, idx: str, alias: str) -> str:
-        return f"generate_subscripts({lst}, 1) - 1 AS {idx}, unnest({lst}) AS {alias}"
-
-    return _view_select(view, inner, _dq, explode)
