@@ -47,9 +47,10 @@ from projections.model import (
 )
 from projections.python_fold import ProjectionResult
 from projections.source import FOLD_COLUMNS, LogSource, ReplayBounds, upcast_chunk
+from store.arrow_reader import sqlite_path
 
 __all__ = [
-    "DuckDBFold", "fold_duckdb", "refusal_reason", "sqlite_path", "sqlite_scanner_path", "STREAMS_SQL", "streams_sql", "used_views",
+    "DuckDBFold", "fold_duckdb", "refusal_reason", "sqlite_scanner_path", "STREAMS_SQL", "streams_sql", "used_views",
 ]
 
 _VIEW_REF = re.compile(r"\bev_[A-Za-z0-9_]+")
@@ -103,12 +104,6 @@ _STAGE_COLUMNS = ", ".join(
 def _lit(text: str) -> str:
     """``text`` as a SQL string literal."""
     return "'" + text.replace("'", "''") + "'"
-
-
-def sqlite_path(url: str) -> str | None:
-    """The file path of a ``sqlite:///path`` URL (``None`` for an in-memory database)."""
-    path = url.split(":///", 1)[1] if ":///" in url else ""
-    return None if not path or path == ":memory:" else path.split("?", 1)[0]
 
 
 def sqlite_scanner_path() -> str | None:

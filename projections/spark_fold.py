@@ -122,8 +122,10 @@ def jdbc_options(url: str) -> dict[str, str]:
     """JDBC ``url``/``driver`` options for an event log's SQLAlchemy URL. Raises ``ValueError``
     for an in-memory or unsupported URL."""
     if url.startswith("sqlite"):
-        path = url.split(":///", 1)[1] if ":///" in url else ""
-        if not path or path == ":memory:":
+        from store.arrow_reader import sqlite_path
+
+        path = sqlite_path(url)
+        if path is None:
             raise ValueError("Spark needs a file-backed SQLite event log")
         return {"url": f"jdbc:sqlite:{os.path.abspath(path)}", "driver": "org.sqlite.JDBC"}
     if url.startswith("postgresql"):

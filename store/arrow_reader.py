@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 
-__all__ = ["adbc_connect", "query_arrow", "read_events_arrow", "read_events_table", "EVENTS_SCHEMA"]
+__all__ = ["adbc_connect", "sqlite_path", "query_arrow", "read_events_arrow", "read_events_table", "EVENTS_SCHEMA"]
 
 #: The Arrow schema of the envelope columns, as every reader returns them.
 EVENTS_SCHEMA = pa.schema(
@@ -31,14 +31,22 @@ EVENTS_SCHEMA = pa.schema(
 _COLUMNS = ", ".join(EVENTS_SCHEMA.names)
 
 
+def sqlite_path(url: str) -> str | None:
+    """The file path of a ``sqlite:///path`` URL (query string dropped), or ``None`` for an
+    in-memory database or a URL without a path."""
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    path = path.split("?", 1)[0]
+    return None if not path or path == ":memory:" else path
+
+
 def adbc_connect(url: str):
     """A read-only ADBC DB-API connection for the SQLAlchemy ``url`` of an event log.
 
     Raises ``ValueError`` for an unsupported or in-memory URL (ADBC cannot share SQLAlchemy's
     private in-memory database)."""
     if url.startswith("sqlite"):
-        path = url.split(":///", 1)[1] if ":///" in url else ""
-        if not path or path == ":memory:":
+        path = sqlite_path(url)
+        if path is None:
             raise ValueError("the Arrow reader needs a file-backed SQLite event log")
         from urllib.parse import quote
 
