@@ -6,6 +6,9 @@
     its checkpoint); ``--verify`` also runs the Python reference (and DuckDB, when no SQL engine
     was asked for), compares every engine with it and the daemon's stored snapshots with the
     reference, prints each divergence and exits 1 on any.
+``export DIR [--until-position P | --until-time T] [--raw-only]``
+    writes a Parquet export of the log (:func:`projections.source.export_parquet`) that
+    ``replay --parquet DIR`` reads; Spark folds its typed part without parsing JSON.
 ``audit record --group G --topic T --partition P --offset O`` / ``audit segment ID``
     timelines as Rich tables, or ``--json``.
 """
@@ -68,7 +71,7 @@ def write_result(result, out: Path, bounds) -> Path:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``replay`` and ``snapshots`` commands and the ``audit`` command group to ``app``."""
+    """Add the ``replay``, ``export`` and ``snapshots`` commands and the ``audit`` command group to ``app``."""
 
     @app.command()
     def snapshots(
@@ -100,6 +103,31 @@ def register(app: typer.Typer) -> None:
             f"saved {len(report.saved)} snapshots"
             + (f"; no actor state for: {', '.join(report.skipped_domains)}" if report.skipped_domains else "")
         )
+
+    @app.command()
+    def export(
+        out: Path = typer.Argument(..., help="the export directory (created; its files are replaced)"),
+        until_position: Optional[int] = typer.Option(None, "--until-position", help="export events up to this position (inclusive)"),
+        until_time: Optional[str] = typer.Option(None, "--until-time", help="export events recorded at or before T (ms or ISO-8601)"),
+        typed: bool = typer.Option(True, "--typed/--raw-only", help="also write each event type's payloads as Parquet structs (_typed/)"),
+        url: Optional[str] = typer.Option(None, "--url", help="event log URL (default: the config's event.log.url)"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """Export the event log to Parquet (projections.source.export_parquet): the raw events in
+        position order, and a typed copy per event type that Spark folds without parsing JSON
+        (``replay --parquet DIR``)."""
+        import time
+
+        from rich.console import Console
+
+        from projections.source import ReplayBounds, export_parquet
+
+        console = Console(stderr=True)
+        t0 = time.perf_counter()
+        n = export_parquet(_log_url(url, config, override, data_dir), out, ReplayBounds(0, until_position, _parse_time(until_time)), typed=typed)
+        console.print(f"exported {n} events to {out} in {time.perf_counter() - t0:.2f}s" + ("" if typed else " (raw only)"))
 
     @app.command()
     def replay(

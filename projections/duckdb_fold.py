@@ -47,6 +47,7 @@ from projections.model import (
 )
 from projections.python_fold import ProjectionResult
 from projections.source import FOLD_COLUMNS, LogSource, ReplayBounds, upcast_chunk
+from projections.sqlkit import quote_ident, sql_literal
 from store.arrow_reader import sqlite_path
 
 __all__ = [
@@ -67,11 +68,12 @@ def used_views(projections: Sequence[DomainProjection]) -> set[str]:
 
 
 def streams_sql(refused: Sequence[str] = ()) -> str:
-    """:data:`STREAMS_SQL` without the domains in ``refused`` (left out of this run)."""
+    """The ``streams`` table: the ``event_streams`` relation (:data:`STREAMS_SQL`, which each
+    engine computes once per snapshot) without the domains in ``refused`` (left out of this run)."""
     if not refused:
-        return STREAMS_SQL
+        return "SELECT * FROM event_streams"
     names = ", ".join("'" + d.replace("'", "''") + "'" for d in sorted(refused))
-    return f"SELECT * FROM ({STREAMS_SQL}) AS s WHERE domain NOT IN ({names})"
+    return f"SELECT * FROM event_streams WHERE domain NOT IN ({names})"
 
 
 def refusal_reason(rows: Sequence[Sequence]) -> str | None:
@@ -80,6 +82,7 @@ def refusal_reason(rows: Sequence[Sequence]) -> str | None:
     return "; ".join(reasons) if reasons else None
 
 #: The generic ``streams`` table: one row per (stream, domain) folded.
+#: ``event_streams`` (:mod:`projections.model`): one row per (stream, domain) of ``events_env``
 STREAMS_SQL = """
 SELECT stream_id, domain,
        max_by(stream_version, position) AS stream_version,
@@ -101,11 +104,6 @@ _STAGE_COLUMNS = ", ".join(
 )
 
 
-def _lit(text: str) -> str:
-    """``text`` as a SQL string literal."""
-    return "'" + text.replace("'", "''") + "'"
-
-
 def sqlite_scanner_path() -> str | None:
     """The path of DuckDB's ``sqlite_scanner`` extension for the running DuckDB version, as shipped
     by the ``duckdb-extension-sqlite-scanner`` wheel (DuckDB's signed build; DuckDB checks the
@@ -117,9 +115,6 @@ def sqlite_scanner_path() -> str | None:
     ext = Path(pkg.__file__).parent / "extensions" / f"v{duckdb.__version__}" / "sqlite_scanner.duckdb_extension"
     return str(ext) if ext.exists() else None
 
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 class DuckDBFold:
@@ -205,10 +200,10 @@ class DuckDBFold:
         con.execute("CREATE TABLE _checkpoint (position BIGINT, until_time_ms BIGINT, fingerprint VARCHAR)")
         con.execute(f"INSERT INTO _checkpoint VALUES (0, NULL, '{self.fingerprint}')")
         for t in [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary AND table_name LIKE 'stage_%'").fetchall()]:
-            con.execute(f"DROP TABLE {_q(t)}")
+            con.execute(f"DROP TABLE {quote_ident(t)}")
         con.execute("DROP TYPE IF EXISTS stage_event_type")
         labels = list(self.domains_of) or [""]  # an ENUM needs a label
-        con.execute(f"CREATE TYPE stage_event_type AS ENUM ({', '.join(_lit(t) for t in labels)})")
+        con.execute(f"CREATE TYPE stage_event_type AS ENUM ({', '.join(sql_literal(t) for t in labels)})")
         con.execute(f"CREATE TABLE stage_events ({_STAGE_DDL})")
         con.execute("COMMIT")
 
@@ -217,7 +212,7 @@ class DuckDBFold:
         versions = set(self.current_versions.values())
         if len(versions) == 1:  # the usual case: one integer compare a row
             return f"schema_version = {int(versions.pop())}"
-        whens = " ".join(f"WHEN {_lit(t)} THEN {int(v)}" for t, v in self.current_versions.items())
+        whens = " ".join(f"WHEN {sql_literal(t)} THEN {int(v)}" for t, v in self.current_versions.items())
         return f"schema_version = CASE event_type {whens} END"
 
     def _set_checkpoint(self, last: int, until_time_ms: int | None) -> None:
@@ -252,7 +247,7 @@ class DuckDBFold:
         Moves the checkpoint to ``last``; all in one transaction. Returns the rows staged."""
         con = self.con
         where = ReplayBounds(bounds.from_position, last, bounds.until_time_ms).sql_where()
-        where += f" AND event_type IN ({', '.join(_lit(t) for t in types)})"
+        where += f" AND event_type IN ({', '.join(sql_literal(t) for t in types)})"
         con.execute("BEGIN")
         try:
             (n,) = con.execute(
@@ -283,14 +278,15 @@ class DuckDBFold:
             return None
         if src.parquet is not None:
             p = Path(src.parquet)
-            glob = str(p / "**" / "*.parquet") if p.is_dir() else str(p)
-            return f"read_parquet({_lit(glob)})", "read_parquet"
+            # the raw part of an export (projections.source.export_parquet), not its _typed/ part
+            glob = str(p / "*.parquet") if p.is_dir() else str(p)
+            return f"read_parquet({sql_literal(glob)})", "read_parquet"
         if src.url is not None and src.url.startswith("sqlite"):
             path = sqlite_path(src.url)
             if path is None or not self._load_scanner():
                 return None
             self.con.execute("DETACH DATABASE IF EXISTS shoal_log")
-            self.con.execute(f"ATTACH {_lit(os.path.abspath(path))} AS shoal_log (TYPE sqlite, READ_ONLY)")
+            self.con.execute(f"ATTACH {sql_literal(os.path.abspath(path))} AS shoal_log (TYPE sqlite, READ_ONLY)")
             return "shoal_log.events", "sqlite_scan"
         return None
 
@@ -303,7 +299,7 @@ class DuckDBFold:
             else:
                 try:
                     # signature checked by DuckDB (unsigned extensions stay refused)
-                    self.con.execute(f"LOAD {_lit(ext)}")
+                    self.con.execute(f"LOAD {sql_literal(ext)}")
                     self._scanner_loaded = True
                 except duckdb.Error as exc:
                     msg = f"loading {ext} failed: {exc}"
@@ -397,24 +393,25 @@ class DuckDBFold:
         def of_domain(p: DomainProjection) -> str:
             if set(p.event_type_names) >= staged:
                 return ""
-            return f" WHERE event_type IN ({', '.join(_lit(t) for t in p.event_type_names)})"
+            return f" WHERE event_type IN ({', '.join(sql_literal(t) for t in p.event_type_names)})"
 
         env = [
             "SELECT position, stream_id, stream_version, recorded_at_ms, CAST(event_type AS VARCHAR) AS event_type, "
-            f"{_lit(p.name)} AS domain FROM stage_bounded{of_domain(p)}"
+            f"{sql_literal(p.name)} AS domain FROM stage_bounded{of_domain(p)}"
             for p in self.projections
         ] or ["SELECT position, stream_id, stream_version, recorded_at_ms, '' AS event_type, '' AS domain FROM stage_bounded WHERE false"]
         con.execute("CREATE OR REPLACE TEMP VIEW events_env AS " + " UNION ALL ".join(env))
         # the views parse their event type's payloads (only the fields they read) as the query
         # runs: cheaper than storing the parsed rows once (measured), even for a view read twice
         for v, tree, _ in self.views:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW {_q(v.name)} AS {duckdb_view_select(v, tree, 'stage_bounded')}")
+            con.execute(f"CREATE OR REPLACE TEMP VIEW {quote_ident(v.name)} AS {duckdb_view_select(v, tree, 'stage_bounded')}")
+        con.execute(f"CREATE OR REPLACE TEMP TABLE event_streams AS {STREAMS_SQL}")
         out: dict[str, pa.Table] = {}
         self.refused = {}
         for p in self.projections:
             for name, sql in p.sql_views:
                 # the domain's shared intermediate results are computed once per snapshot
-                con.execute(f"CREATE OR REPLACE TEMP TABLE {_q(name)} AS {sql}")
+                con.execute(f"CREATE OR REPLACE TEMP TABLE {quote_ident(name)} AS {sql}")
             if p.sql_refusal:
                 reason = refusal_reason(con.execute(p.sql_refusal).fetchall())
                 if reason is not None:

@@ -16,8 +16,9 @@ from typing import Any
 import pyarrow as pa
 
 from projections.model import ENVELOPE, EventView, _is_list, _list_item, _scalar_columns, _scalar_type, _unwrap_optional
+from projections.sqlkit import quote_ident
 
-__all__ = ["duckdb_view_select", "tree_of", "view_tree"]
+__all__ = ["duckdb_structure", "duckdb_view_select", "tree_of", "view_tree"]
 
 _ENV = [n for n, _ in ENVELOPE]
 
@@ -102,20 +103,18 @@ def view_tree(tree: dict[str, Any], view: EventView) -> dict[str, Any]:
     return out or tree
 
 
-def _duck_struct(node: Any) -> Any:
+def duckdb_structure(node: Any) -> Any:
+    """The DuckDB ``json_transform`` structure of a shape ``node`` (:func:`tree_of`, or a part of
+    it): nested dicts and one-element lists of DuckDB type names (``"BIGINT"``, ``"VARCHAR"``…)."""
     if isinstance(node, dict):
-        return {k: _duck_struct(v) for k, v in node.items()}
+        return {k: duckdb_structure(v) for k, v in node.items()}
     if isinstance(node, list):
-        return [_duck_struct(node[0])]
+        return [duckdb_structure(node[0])]
     return _DUCK[node]
 
 
-def _dq(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _access(root: str, path: tuple[str, ...]) -> str:
-    return root + "".join("." + _dq(p) for p in path)
+    return root + "".join("." + quote_ident(p) for p in path)
 
 
 def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str) -> str:
@@ -123,8 +122,8 @@ def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str) -> st
     :data:`projections.source.FOLD_COLUMNS`): the rows of the view's event type, each payload
     parsed with ``json_transform`` into the part of ``tree`` the view reads (:func:`view_tree`),
     its lists unnested (one row per element, with the element's index) and its columns cut out."""
-    structure = json.dumps(_duck_struct(view_tree(tree, view))).replace("'", "''")
-    env = ", ".join(_dq(n) for n in _ENV)
+    structure = json.dumps(duckdb_structure(view_tree(tree, view))).replace("'", "''")
+    env = ", ".join(quote_ident(n) for n in _ENV)
     event_type = view.event_type.replace("'", "''")
     q = f"SELECT {env}, json_transform(data, '{structure}') AS e0 FROM {source} WHERE event_type = '{event_type}'"
     for k, path in enumerate(view.list_path, start=1):
@@ -133,6 +132,6 @@ def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str) -> st
         q = f"SELECT * FROM (SELECT *, generate_subscripts({lst}, 1) - 1 AS {idx}, unnest({lst}) AS e{k} FROM ({q}) AS q{k})"
     idxs = "".join(f", CAST({i} AS BIGINT) AS {i}" for i in view.index_columns)
     cols = "".join(
-        f", {_access(f'e{c.level}', c.path) if c.path else f'e{c.level}'} AS {_dq(c.name)}" for c in view.columns
+        f", {_access(f'e{c.level}', c.path) if c.path else f'e{c.level}'} AS {quote_ident(c.name)}" for c in view.columns
     )
     return f"SELECT {env}{idxs}{cols} FROM ({q}) AS t"

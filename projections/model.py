@@ -14,6 +14,11 @@ Flattened event views (built by each engine from the event classes, never writte
 ``events_env``
     the envelope of every event the SQL domains fold: ``position, stream_id, stream_version,
     recorded_at_ms, event_type, domain`` (one row per domain folding the event's type).
+``event_streams``
+    one row per (stream, domain) of ``events_env``: ``stream_id, domain, stream_version, last_position,
+    event_count, last_recorded_at_ms`` (the ``streams`` snapshot table before any domain is left
+    out). Each engine computes it once per snapshot: reading it instead of ``events_env`` saves
+    a pass over every event.
 ``ev_<domain>_<Type>``
     one row per event of that type (``share.RecordsAcquired`` → ``ev_share_RecordsAcquired``):
     the envelope columns plus one column per scalar field; a nested dataclass field ``f`` becomes
@@ -28,7 +33,10 @@ Flattened event views (built by each engine from the event classes, never writte
 Shared SQL subset (both engines run the same text; types are spelled BIGINT, STRING, BOOLEAN, DOUBLE): CTEs, joins (also on inequalities),
 ``UNION ALL``, ``CASE``, ``COALESCE``, ``max_by``/``min_by``, ``count``/``sum``/``min``/``max``,
 window functions (``row_number``, ``lag``, ``lead``, running ``sum``), ``CAST(x AS BIGINT)``.
-No ``QUALIFY``, no list functions, no engine-specific JSON functions.
+No ``QUALIFY``, no list functions, no engine-specific JSON functions. Join hints
+(``/*+ BROADCAST(alias) */``) are comments to DuckDB; Spark reads them, and needs them where a
+join's small side is computed (an aggregate) and its large side is an event view: Spark sizes a
+Parquet scan from its compressed files and would otherwise broadcast the millions of events.
 """
 
 from __future__ import annotations

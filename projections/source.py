@@ -8,7 +8,10 @@ needs are selected.
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Sequence
@@ -17,7 +20,9 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-__all__ = ["FOLD_COLUMNS", "LogSource", "ReplayBounds", "export_parquet"]
+from projections.sqlkit import quote_ident, sql_literal
+
+__all__ = ["FOLD_COLUMNS", "TYPED_DIR", "LogSource", "ReplayBounds", "export_parquet", "read_typed_manifest", "typed_shapes"]
 
 #: The envelope columns a fold reads (``event_id`` is not needed by any fold).
 FOLD_COLUMNS = pa.schema(
@@ -51,6 +56,22 @@ class ReplayBounds:
         if self.until_time_ms is not None:
             parts.append(f"recorded_at_ms <= {int(self.until_time_ms)}")
         return " AND ".join(parts)
+
+
+def _fetch_one(url: str, query: str) -> tuple:
+    """The first row of ``query`` on the log at ``url`` (through ADBC, pooled where it pays:
+    :func:`store.arrow_reader.with_connection`)."""
+    from store.arrow_reader import with_connection
+
+    def run(conn) -> tuple:
+        cur = conn.cursor()
+        try:
+            cur.execute(query)
+            return tuple(cur.fetchone())
+        finally:
+            cur.close()
+
+    return with_connection(url, run)
 
 
 def _type_list(event_types: Sequence[str]) -> str:
@@ -100,16 +121,7 @@ class LogSource:
 
             mm = pc.min_max(t["position"]).as_py()
             return mm["min"], mm["max"]
-        from store.arrow_reader import adbc_connect
-
-        conn = adbc_connect(self.url)
-        try:
-            cur = conn.cursor()
-            cur.execute(f"SELECT min(position), max(position) FROM events WHERE {bounds.sql_where()}")
-            lo, hi = cur.fetchone()
-            cur.close()
-        finally:
-            conn.close()
+        lo, hi = _fetch_one(self.url, f"SELECT min(position), max(position) FROM events WHERE {bounds.sql_where()}")
         return (int(lo or 0), int(hi or 0))
 
     def last_position(self) -> int:
@@ -117,37 +129,19 @@ class LogSource:
         (positions are assigned in commit order), so it bounds a consistent read."""
         if self.parquet is not None:
             return self.position_range()[1]
-        from store.arrow_reader import adbc_connect
-
-        conn = adbc_connect(self.url)
-        try:
-            cur = conn.cursor()
-            cur.execute("SELECT max(position) FROM events")
-            (hi,) = cur.fetchone()
-            cur.close()
-        finally:
-            conn.close()
+        (hi,) = _fetch_one(self.url, "SELECT max(position) FROM events")
         return int(hi or 0)
 
     def count(self, bounds: ReplayBounds = ReplayBounds(), event_types: Sequence[str] | None = None) -> int:
         """How many events inside ``bounds`` (of ``event_types`` only, if given)."""
         if self.parquet is not None:
             return ds.dataset(self.parquet, format="parquet").count_rows(filter=self._filter(bounds, event_types))
-        from store.arrow_reader import adbc_connect
-
         where = bounds.sql_where()
         if event_types is not None:
             if not event_types:
                 return 0
             where += f" AND event_type IN ({_type_list(event_types)})"
-        conn = adbc_connect(self.url)
-        try:
-            cur = conn.cursor()
-            cur.execute(f"SELECT count(*) FROM events WHERE {where}")
-            (n,) = cur.fetchone()
-            cur.close()
-        finally:
-            conn.close()
+        (n,) = _fetch_one(self.url, f"SELECT count(*) FROM events WHERE {where}")
         return int(n)
 
     # ------------------------------------------------------------------ reading
@@ -240,18 +234,142 @@ class LogSource:
         return query_arrow(self.url, query, FOLD_COLUMNS)
 
 
-def export_parquet(url: str, path: str | os.PathLike[str], bounds: ReplayBounds = ReplayBounds(), chunk_positions: int = 1_000_000) -> int:
-    """Write the log's events inside ``bounds`` to Parquet under directory ``path`` (one file per
-    chunk: ``part-<first position>.parquet``) for Spark clusters or offline analysis. Returns the
-    number of events written. The export has :data:`FOLD_COLUMNS` plus nothing else."""
+#: The typed part of an export (:func:`export_parquet`): ``<export>/_typed/<event type>/part-*.parquet``
+#: and ``<export>/_typed/_manifest.json``. The leading underscore keeps it out of readers of the raw
+#: part (pyarrow datasets and Spark skip ``_``-prefixed paths; DuckDB reads ``<export>/*.parquet``).
+TYPED_DIR = "_typed"
+TYPED_FORMAT = 1
+_TYPE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def typed_shapes() -> dict[str, dict]:
+    """For each registered event type: ``{"schema_version": current version, "structure": the
+    DuckDB ``json_transform`` structure of its payload}`` (from the event class,
+    :func:`projections.flatten.tree_of`; dict-valued fields are not part of it). A typed export
+    records these in its manifest; a reader uses its typed part only where they still match."""
+    from events.base import registered_event_types
+    from projections.flatten import duckdb_structure, tree_of
+    from projections.model import domain_projections
+
+    domain_projections()  # imports (registers) the events of every built-in domain
+    return {
+        name: {"schema_version": cls.schema_version, "structure": duckdb_structure(tree_of(cls))}
+        for name, cls in sorted(registered_event_types().items())
+    }
+
+
+def read_typed_manifest(path: str | os.PathLike[str]) -> dict | None:
+    """The manifest of the typed part of the export at ``path`` (``None`` when ``path`` is not an
+    export directory with a typed part of a format this code reads)."""
+    m = Path(path) / TYPED_DIR / "_manifest.json"
+    if not m.is_file():
+        return None
+    doc = json.loads(m.read_text())
+    return doc if doc.get("format") == TYPED_FORMAT else None
+
+
+def export_parquet(
+    url: str,
+    path: str | os.PathLike[str],
+    bounds: ReplayBounds = ReplayBounds(),
+    chunk_positions: int = 1_000_000,
+    typed: bool = True,
+) -> int:
+    """Write the log's events inside ``bounds`` to Parquet under directory ``path`` for Spark
+    clusters or offline analysis. Returns the number of events written.
+
+    Two parts:
+
+    - **raw**: ``path/part-<first position>.parquet``, one file per chunk of ``chunk_positions``
+      positions, with :data:`FOLD_COLUMNS` exactly as stored (the payload as its JSON text, any
+      schema version): lossless, read in position order by :class:`LogSource`.
+    - **typed** (``typed=True``): ``path/_typed/<event type>/part-<first position>.parquet``, one
+      directory per registered event type, with the envelope (:data:`projections.model.ENVELOPE`)
+      and ``payload``: the event parsed into a Parquet struct (lists as lists) after upcasting to
+      the type's current schema version. A columnar engine reads the fields it needs without
+      parsing JSON (the Spark fold does). Every registered type gets a directory, with a file of
+      no rows when the log has none of its events. ``_typed/_manifest.json`` records the format,
+      the last position exported and each type's schema version and structure
+      (:func:`typed_shapes`), written last: a typed part without it is incomplete and not read.
+
+    Rewriting an existing export first deletes its files (``part-*.parquet`` and ``_typed/``;
+    nothing else in ``path``). Raises ``OSError`` when ``path`` cannot be written and
+    :class:`events.codec.CorruptEventError` (naming the position) for a stored payload that is
+    not valid JSON; the typed part is then left without its manifest (not read)."""
+    import duckdb
+
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
+    tdir = out / TYPED_DIR
+    # an earlier export's files go first (a shorter export must not leave its later chunks)
+    shutil.rmtree(tdir, ignore_errors=True)
+    for old in out.glob("part-*.parquet"):
+        old.unlink()
+    if typed:
+        shapes = typed_shapes()
+        for etype in shapes:
+            if not _TYPE_NAME.match(etype):
+                raise ValueError(f"event type {etype!r} cannot name a directory")
+        con = duckdb.connect()
+        con.execute("SET preserve_insertion_order = true")
     n = 0
-    for t in LogSource(url=url, chunk_positions=chunk_positions).batches(bounds):
-        first = t["position"][0].as_py()
-        pq.write_table(t, out / f"part-{first:020d}.parquet", compression="zstd")
-        n += t.num_rows
+    last = 0
+    written: set[str] = set()
+    try:
+        for t in LogSource(url=url, chunk_positions=chunk_positions).batches(bounds):
+            first = t["position"][0].as_py()
+            last = t["position"][-1].as_py()
+            pq.write_table(t, out / f"part-{first:020d}.parquet", compression="zstd")
+            n += t.num_rows
+            if typed:
+                _write_typed(con, upcast_chunk(t), tdir, f"part-{first:020d}.parquet", shapes, written)
+        if typed:
+            empty = FOLD_COLUMNS.empty_table()
+            for etype in shapes.keys() - written:
+                _write_typed(con, empty, tdir, "part-empty.parquet", {etype: shapes[etype]}, written, always=True)
+            (tdir / "_manifest.json").write_text(
+                json.dumps({"format": TYPED_FORMAT, "last_position": last, "event_count": n, "types": shapes}, indent=1)
+            )
+    finally:
+        if typed:
+            con.close()
     return n
+
+
+def _write_typed(con, chunk: pa.Table, tdir: Path, name: str, shapes: dict[str, dict], written: set[str], always: bool = False) -> None:
+    """Write the rows of ``chunk`` (current schema versions) of each type in ``shapes`` to
+    ``tdir/<type>/name`` with their payload parsed into a struct (``always``: also with no rows)."""
+    import duckdb
+    import pyarrow.compute as pc
+
+    present = set(pc.unique(chunk["event_type"]).to_pylist()) if chunk.num_rows else set()
+    env = ", ".join(quote_ident(f) for f in ("position", "stream_id", "stream_version", "recorded_at_ms"))
+    con.register("shoal_chunk", chunk)
+    try:
+        for etype, shape in shapes.items():
+            if etype not in present and not always:
+                continue
+            d = tdir / etype
+            d.mkdir(parents=True, exist_ok=True)
+            structure = json.dumps(shape["structure"])
+            rows = f"FROM shoal_chunk WHERE event_type = {sql_literal(etype)}"
+            try:
+                con.execute(
+                    f"COPY (SELECT {env}, json_transform(data, {sql_literal(structure)}) AS payload {rows} ORDER BY position) "
+                    f"TO {sql_literal(str(d / name))} (FORMAT parquet, COMPRESSION zstd)"
+                )
+            except duckdb.Error as exc:
+                bad = con.execute(f"SELECT min(position) {rows} AND NOT json_valid(data)").fetchone()[0]
+                if bad is None:
+                    raise
+                from events.codec import CorruptEventError
+
+                raise CorruptEventError(bad, etype, f"payload is not valid JSON ({exc})") from exc
+            written.add(etype)
+    finally:
+        con.unregister("shoal_chunk")
+
+
 
 
 def upcast_chunk(chunk: pa.Table) -> pa.Table:

@@ -6,10 +6,15 @@ Debian ``libxerial-sqlite-jdbc-java``), PostgreSQL with ``/usr/share/java/postgr
 export of the log (:func:`projections.source.export_parquet`), which is what a cluster should read.
 ``local[*]`` by default; pass ``master`` (``spark://host:7077``) for a cluster.
 
-One pass over the log parses each event's JSON payload once (``from_json``, only the fields the
-domains' SQL names) into a cached DataFrame; the flattened views the shared SQL expects
-(:mod:`projections.model`) are projections of it, and a domain's helper views that several of its
-queries read are computed once (:class:`_Stage`, :func:`fold_spark`).
+From the typed part of a Parquet export (each event type's payloads already Parquet structs,
+upcast: :func:`projections.source.export_parquet`) the flattened views the shared SQL expects
+(:mod:`projections.model`) read the payload fields they need straight from the files: no JSON is
+parsed and nothing is cached. Otherwise (JDBC, or an export without a typed part that matches the
+event classes) one pass over the log parses each event's JSON payload once (``from_json``, only
+the fields the domains' SQL names) into a cached DataFrame and the views are projections of it
+(:class:`_Stage`). Either way a domain's helper views that several of its queries read, and
+``event_streams``, are computed once (:func:`fold_spark`). The JVM starts on a class-data archive
+when one is built (:mod:`projections.spark_cds`).
 ``spark.sql.ansi.doubleQuotedIdentifiers`` lets the SQL quote identifiers the way DuckDB does.
 Events stored under an older schema version are upcast on the driver (those rows only).
 """
@@ -27,7 +32,7 @@ from typing import Any, Callable, Sequence
 
 import pyarrow as pa
 
-from projections.duckdb_fold import refusal_reason, streams_sql, used_views
+from projections.duckdb_fold import STREAMS_SQL, refusal_reason, streams_sql, used_views
 from projections.model import (
     ENVELOPE,
     STREAMS_TABLE,
@@ -57,7 +62,8 @@ _session_master: str | None = None
 
 def get_spark(master: str | None = None, shuffle_partitions: int | None = None):
     """The process's SparkSession for ``master`` (default ``local[*]``), created once with the
-    JDBC jars, the UI off and Arrow transfers on. A different ``master`` than the running
+    JDBC jars, the UI off and Arrow transfers on; its JVM starts on the class-data archive when
+    one is built (:mod:`projections.spark_cds`), with ``$SHOAL_SPARK_JAVA_OPTIONS`` appended. A different ``master`` than the running
     session's stops it and starts a new one. Raises ``RuntimeError`` if Java is missing."""
     global _session, _session_master
     master = master or os.environ.get("SHOAL_SPARK_MASTER", "local[*]")
@@ -75,6 +81,11 @@ def get_spark(master: str | None = None, shuffle_partitions: int | None = None):
         # the throughput collector: a replay is a batch job; G1's concurrent work and barriers cost
         # ~10 % of the CPU of a 10 M-event fold (bench/replay.py)
         jopts += " -XX:+UseParallelGC"
+        # Spark's classes already parsed and verified (projections.spark_cds), when built
+        from projections.spark_cds import archive_java_options
+
+        jopts += " " + archive_java_options()
+        jopts += " " + os.environ.get("SHOAL_SPARK_JAVA_OPTIONS", "")
         # the Python workers run this interpreter (the project's virtualenv), not the system's
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -145,17 +156,24 @@ _CUSTOM_SCHEMA = ", ".join(
 )
 
 
+def _bounds_condition(bounds: ReplayBounds):
+    """A Column: the row (``position``, ``recorded_at_ms``) lies inside ``bounds``."""
+    from pyspark.sql import functions as F
+
+    cond = F.col("position") > F.lit(bounds.from_position)
+    if bounds.until_position is not None:
+        cond &= F.col("position") <= F.lit(bounds.until_position)
+    if bounds.until_time_ms is not None:
+        cond &= F.col("recorded_at_ms") <= F.lit(bounds.until_time_ms)
+    return cond
+
+
 def _read_raw(spark, src: LogSource, bounds: ReplayBounds, types: Sequence[str]):
     from pyspark.sql import functions as F
 
     if src.parquet is not None:
         df = spark.read.parquet(src.parquet)
-        cond = F.col("position") > F.lit(bounds.from_position)
-        if bounds.until_position is not None:
-            cond &= F.col("position") <= F.lit(bounds.until_position)
-        if bounds.until_time_ms is not None:
-            cond &= F.col("recorded_at_ms") <= F.lit(bounds.until_time_ms)
-        df = df.where(cond & F.col("event_type").isin(list(types))).select(*FOLD_COLUMNS.names)
+        df = df.where(_bounds_condition(bounds) & F.col("event_type").isin(list(types))).select(*FOLD_COLUMNS.names)
         # a Parquet row group is read by one task: a log exported in few, large row groups (1 M
         # events per file) would be parsed on one core; split each of them into ``k`` tasks that
         # each read it and keep every k-th position (reading is cheap next to parsing the JSON)
@@ -377,6 +395,50 @@ class _Stage:
         )
 
 
+def _typed_view(stage: "_Stage", event_type: str) -> str:
+    return f"shoal_t{stage.tcode[event_type]}"
+
+
+def _typed_part(src: LogSource, stage: "_Stage") -> str | None:
+    """The ``_typed`` directory of the Parquet export ``src`` when it can serve every event type
+    ``stage`` folds: its manifest records each type at the schema version and payload structure
+    the running code has (:func:`projections.source.typed_shapes`). ``None`` otherwise (not an
+    export directory, no typed part, or an event class changed since the export): the fold then
+    parses the raw part's JSON."""
+    from projections.source import TYPED_DIR, read_typed_manifest, typed_shapes
+
+    if src.parquet is None:
+        return None
+    manifest = read_typed_manifest(src.parquet)
+    if manifest is None:
+        return None
+    shapes = typed_shapes()
+    for t in stage.types:
+        if manifest["types"].get(t) != shapes.get(t):
+            _log.warning("spark: the typed export does not match event type %s as this code defines it; parsing the raw JSON", t)
+            return None
+    return os.path.join(src.parquet, TYPED_DIR)
+
+
+def _typed_frame(spark, typed: str, event_type: str, stage: "_Stage", bounds: ReplayBounds):
+    """The events of ``event_type`` inside ``bounds`` from the typed export ``typed``: the
+    envelope, ``tcode`` and (when the SQL reads its payload) the payload struct named
+    :meth:`_Stage.struct`."""
+    from pyspark.sql import functions as F
+
+    # The schema is given, not inferred (no job reading footers), and holds only the payload
+    # fields the SQL reads (the stage's parse tree): the Parquet reader skips the other columns,
+    # nested ones included.
+    schema = "position BIGINT, stream_id STRING, stream_version BIGINT, recorded_at_ms BIGINT"
+    if event_type in stage.schemas:
+        schema += ", payload " + _ddl(stage.schemas[event_type])
+    df = spark.read.schema(schema).parquet(os.path.join(typed, event_type))
+    cols = [F.col(n) for n in _ENV] + [F.lit(stage.tcode[event_type]).alias("tcode")]
+    if event_type in stage.schemas:
+        cols.append(F.col("payload").alias(stage.struct(event_type)))
+    return df.where(_bounds_condition(bounds)).select(*cols)
+
+
 def _from_json_ddl(tree: dict[str, Any]) -> str:
     return ", ".join(f"{_bq(k)} {_ddl(v)}" for k, v in tree.items())
 
@@ -433,10 +495,14 @@ def fold_spark(
     ``spark``: an existing SparkSession (tests share one); otherwise :func:`get_spark(master)`.
     ``progress(n)`` is called once with the number of events folded.
 
-    One pass reads the log and parses each event once into a cached DataFrame (:class:`_Stage`);
-    events stored under an older schema version are found in it, re-read, upcast on the driver
-    (those rows only) and parsed again. The views and the domains' SQL then run over the cache.
-    ``extra`` reports ``stage_seconds`` (read, parse and cache) and ``sql_seconds``.
+    ``source``: an event log URL (read through JDBC) or a Parquet export directory (its typed
+    part when it matches the event classes, else its raw part). From the raw rows, one pass
+    reads the log and parses each event once into a cached DataFrame (:class:`_Stage`); events
+    stored under an older schema version are found in it, re-read, upcast on the driver (those
+    rows only) and parsed again. The views and the domains' SQL then run over the cache (or over
+    the typed files). ``extra`` reports ``read_via`` (``jdbc``, ``parquet``, ``typed_parquet``),
+    ``stage_seconds`` (read, parse and cache; for a typed export only the views' set-up) and
+    ``sql_seconds``.
     """
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -451,25 +517,46 @@ def fold_spark(
     spark.conf.set("spark.sql.ansi.doubleQuotedIdentifiers", "true")
     src = LogSource.of(source)
     stage = _Stage(projections)
-    raw = _read_raw(spark, src, bounds, stage.types)
-    raw.createOrReplaceTempView("shoal_raw")
-    w = spark.sql(stage.w_select("shoal_raw")).sortWithinPartitions("tcode").persist(StorageLevel.MEMORY_AND_DISK)
+    typed = _typed_part(src, stage)
+    w = None
     refused: dict[str, str] = {}
     checkpoints = []
     try:
-        # this job fills the cache and finds the events stored under an older schema version
-        stale = [r[0] for r in w.where("stale").select("position").collect()]
-        if stale:
-            fixed = _upcast_rows(raw.where(_stale_condition(stage.current) & F.col("position").between(min(stale), max(stale))).collect())
-            spark.createDataFrame(fixed, schema=raw.schema).createOrReplaceTempView("shoal_upcast")
-            w_all = w.where("NOT stale").unionByName(spark.sql(stage.w_select("shoal_upcast")))
+        if typed is not None:
+            # a typed export: each event type's payload is already a Parquet struct (no JSON to
+            # parse, no stage to cache; every query reads the columns it needs from the files)
+            for t in stage.types:
+                _typed_frame(spark, typed, t, stage, bounds).createOrReplaceTempView(_typed_view(stage, t))
+            env = ", ".join(_bq(n) for n in _ENV)
+            spark.sql(
+                " UNION ALL ".join(f"SELECT {env}, tcode FROM {_typed_view(stage, t)}" for t in stage.types)
+            ).createOrReplaceTempView("shoal_typed_env")
+            t_sql = time.perf_counter()
+            spark.sql(stage.env_select("shoal_typed_env")).createOrReplaceTempView("events_env")
+            for v, wanted in stage.views:
+                spark.sql(stage.view_select(v, wanted, source=_typed_view(stage, v.event_type))).createOrReplaceTempView(v.name)
         else:
-            w_all = w
-        w_all.createOrReplaceTempView("shoal_w")
-        t_sql = time.perf_counter()
-        spark.sql(stage.env_select()).createOrReplaceTempView("events_env")
-        for v, wanted in stage.views:
-            spark.sql(stage.view_select(v, wanted)).createOrReplaceTempView(v.name)
+            raw = _read_raw(spark, src, bounds, stage.types)
+            raw.createOrReplaceTempView("shoal_raw")
+            w = spark.sql(stage.w_select("shoal_raw")).sortWithinPartitions("tcode").persist(StorageLevel.MEMORY_AND_DISK)
+            # this job fills the cache and finds the events stored under an older schema version
+            stale = [r[0] for r in w.where("stale").select("position").collect()]
+            if stale:
+                fixed = _upcast_rows(raw.where(_stale_condition(stage.current) & F.col("position").between(min(stale), max(stale))).collect())
+                spark.createDataFrame(fixed, schema=raw.schema).createOrReplaceTempView("shoal_upcast")
+                w_all = w.where("NOT stale").unionByName(spark.sql(stage.w_select("shoal_upcast")))
+            else:
+                w_all = w
+            w_all.createOrReplaceTempView("shoal_w")
+            t_sql = time.perf_counter()
+            spark.sql(stage.env_select()).createOrReplaceTempView("events_env")
+            for v, wanted in stage.views:
+                spark.sql(stage.view_select(v, wanted)).createOrReplaceTempView(v.name)
+        # event_streams (projections.model): one pass over the envelopes, read by streams_sql and
+        # by any domain's SQL
+        es = spark.sql(STREAMS_SQL).localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)
+        checkpoints.append(es)
+        es.createOrReplaceTempView("event_streams")
         out: dict[str, pa.Table] = {}
         for p in projections:
             reused = _reused_views(p)
@@ -493,7 +580,8 @@ def fold_spark(
     finally:
         for vdf in checkpoints:
             _release_checkpoint(vdf)
-        w.unpersist()
+        if w is not None:
+            w.unpersist()
     n = int(sum(out[STREAMS_TABLE.name]["event_count"].to_pylist()))
     last = max(out[STREAMS_TABLE.name]["last_position"].to_pylist(), default=0)
     if progress is not None:
@@ -504,6 +592,7 @@ def fold_spark(
         {
             "skipped_domains": skipped + sorted(refused),
             "skipped_reasons": refused,
+            "read_via": "typed_parquet" if typed is not None else ("parquet" if src.parquet is not None else "jdbc"),
             "stage_seconds": round(t_sql - t0, 3),
             "sql_seconds": round(t1 - t_sql, 3),
         },

@@ -16,7 +16,18 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["last_value", "merge_ranges", "range_state_sql"]
+__all__ = ["last_value", "merge_ranges", "quote_ident", "range_state_sql", "sql_literal"]
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as a standard SQL string literal (``'…'``, quotes doubled): DuckDB's and
+    PostgreSQL's spelling (Spark's, with backslash escapes, is :mod:`projections.spark_fold`'s)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a standard SQL quoted identifier (``"…"``, quotes doubled)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 def last_value(expr: str, order: str = "position", sql_type: str = "VARCHAR") -> str:

@@ -115,12 +115,18 @@ GROUP BY stream_id, member_id
     (
         "sg_member_current",
         """
-SELECT l.stream_id, l.member_id, l.client_id, l.client_host, l.rack_id,
-       max(r.position) AS reconciled_at
+WITH rec AS (
+  -- the member's last reconciliation while it exists; an inner join first, so that an engine
+  -- hashes the members (thousands), not the reconciliations (millions), then a join of two
+  -- small relations keeps the members without one
+  SELECT /*+ BROADCAST(l) */ r.stream_id, r.member_id, max(r.position) AS reconciled_at
+  FROM ev_share_group_MemberAssignmentReconciled r
+  JOIN sg_member_life l ON l.stream_id = r.stream_id AND l.member_id = r.member_id AND r.position > l.alive_since
+  GROUP BY r.stream_id, r.member_id
+)
+SELECT l.stream_id, l.member_id, l.client_id, l.client_host, l.rack_id, rec.reconciled_at
 FROM sg_member_life l
-LEFT JOIN ev_share_group_MemberAssignmentReconciled r
-  ON r.stream_id = l.stream_id AND r.member_id = l.member_id AND r.position > l.alive_since
-GROUP BY l.stream_id, l.member_id, l.client_id, l.client_host, l.rack_id
+LEFT JOIN rec ON rec.stream_id = l.stream_id AND rec.member_id = l.member_id
 """,
     ),
 ]
@@ -131,12 +137,16 @@ SELECT c.stream_id, c.member_id,
        COALESCE(r.previous_member_epoch, 0) AS previous_member_epoch,
        c.client_id, c.client_host, c.rack_id
 FROM sg_member_current c
-LEFT JOIN ev_share_group_MemberAssignmentReconciled r
-  ON r.stream_id = c.stream_id AND r.position = c.reconciled_at AND r.member_id = c.member_id
+LEFT JOIN (
+  -- the reconciliations that are some member's last (an inner join: see sg_member_current)
+  SELECT /*+ BROADCAST(m) */ e.stream_id, e.member_id, e.position, e.member_epoch, e.previous_member_epoch
+  FROM ev_share_group_MemberAssignmentReconciled e
+  JOIN sg_member_current m ON m.stream_id = e.stream_id AND m.reconciled_at = e.position AND m.member_id = e.member_id
+) r ON r.stream_id = c.stream_id AND r.position = c.reconciled_at AND r.member_id = c.member_id
 """
 
 _ASSIGNMENT_SQL = """
-SELECT c.stream_id, c.member_id, p.topic_id, p.value AS "partition"
+SELECT /*+ BROADCAST(c) */ c.stream_id, c.member_id, p.topic_id, p.value AS "partition"
 FROM sg_member_current c
 JOIN ev_share_group_MemberAssignmentReconciled__partitions__partitions p
   ON p.stream_id = c.stream_id AND p.position = c.reconciled_at AND p.member_id = c.member_id
@@ -144,22 +154,22 @@ GROUP BY c.stream_id, c.member_id, p.topic_id, p.value
 """
 
 _GROUPS_SQL = """
-WITH s AS (SELECT DISTINCT stream_id FROM events_env WHERE domain = 'share_group'),
+WITH s AS (SELECT stream_id FROM event_streams WHERE domain = 'share_group'),
 after_del AS (
   SELECT s.stream_id, d.deleted_at FROM s LEFT JOIN sg_deleted d ON d.stream_id = s.stream_id
 ),
 ep AS (
-  SELECT e.stream_id, max_by(e.group_epoch, e.position) AS group_epoch, count(*) AS n
+  SELECT /*+ BROADCAST(a) */ e.stream_id, max_by(e.group_epoch, e.position) AS group_epoch, count(*) AS n
   FROM ev_share_group_GroupEpochBumped e JOIN after_del a ON a.stream_id = e.stream_id
   WHERE a.deleted_at IS NULL OR e.position > a.deleted_at GROUP BY e.stream_id
 ),
 ta AS (
-  SELECT e.stream_id, max_by(e.assignment_epoch, e.position) AS assignment_epoch
+  SELECT /*+ BROADCAST(a) */ e.stream_id, max_by(e.assignment_epoch, e.position) AS assignment_epoch
   FROM ev_share_group_TargetAssignmentUpdated e JOIN after_del a ON a.stream_id = e.stream_id
   WHERE a.deleted_at IS NULL OR e.position > a.deleted_at GROUP BY e.stream_id
 ),
 msu AS (
-  SELECT e.stream_id, count(*) AS n
+  SELECT /*+ BROADCAST(a) */ e.stream_id, count(*) AS n
   FROM ev_share_group_MemberSubscriptionUpdated e JOIN after_del a ON a.stream_id = e.stream_id
   WHERE a.deleted_at IS NULL OR e.position > a.deleted_at GROUP BY e.stream_id
 ),

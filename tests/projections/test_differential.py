@@ -278,11 +278,20 @@ def assert_duckdb_equals_python(tmp_path, entries, ps) -> None:
 
 
 def assert_spark_equals_python(tmp_path, spark, entries, ps) -> None:
-    """Write ``entries`` as an event log and check the Spark fold equals the Python fold."""
+    """Write ``entries`` as an event log and check that the Spark fold equals the Python fold,
+    both reading the log through JDBC and reading the typed part of its Parquet export."""
+    from projections.source import export_parquet
     from projections.spark_fold import fold_spark
 
     url = write_log(tmp_path, entries)
-    assert_same(ps, fold_python(url, ps), fold_spark(url, ps, spark=spark))
+    py = fold_python(url, ps)
+    jdbc = fold_spark(url, ps, spark=spark)
+    assert jdbc.extra["read_via"] == "jdbc"
+    assert_same(ps, py, jdbc)
+    export_parquet(url, tmp_path / "export")
+    typed = fold_spark(str(tmp_path / "export"), ps, spark=spark)
+    assert typed.extra["read_via"] == "typed_parquet"
+    assert_same(ps, py, typed)
 
 
 # ----------------------------------------------------------------------------- Python vs DuckDB
@@ -519,7 +528,15 @@ def test_spark_upcasts_old_schema_versions(tmp_path, spark_session):
     log.append("p:1", [NewEvent(uuid.uuid4(), "pup.ValueSet", 1, b'{"key":"a","val":1}')])
     log.append("p:2", [new_event(ValueSet("b", 2))])  # noqa: F821
     log.close()
-    assert_same([proj], fold_python(url, [proj]), fold_spark(url, [proj], spark=spark_session))
+    py = fold_python(url, [proj])
+    assert_same([proj], py, fold_spark(url, [proj], spark=spark_session))
+    # the typed export holds the v1 event upcast (no upcasting left for the fold)
+    from projections.source import export_parquet
+
+    export_parquet(url, tmp_path / "export")
+    typed = fold_spark(str(tmp_path / "export"), [proj], spark=spark_session)
+    assert typed.extra["read_via"] == "typed_parquet"
+    assert_same([proj], py, typed)
 
 
 # ----------------------------------------------------------------------------- share: v1 logs
