@@ -139,9 +139,7 @@ def run_engine(engine: str, url: str, spark_source: str) -> dict:
 
         source = url
         if spark_source == "parquet":
-            from projections.source import export_parquet
-
-            from projections.source import read_typed_manifest
+            from projections.source import export_parquet, read_typed_manifest
 
             d = Path(url.split(":///", 1)[1]).with_suffix(".parquet.d")
             if read_typed_manifest(d) is None:

@@ -72,7 +72,7 @@ def streams_sql(refused: Sequence[str] = ()) -> str:
     engine computes once per snapshot) without the domains in ``refused`` (left out of this run)."""
     if not refused:
         return "SELECT * FROM event_streams"
-    names = ", ".join("'" + d.replace("'", "''") + "'" for d in sorted(refused))
+    names = ", ".join(sql_literal(d) for d in sorted(refused))
     return f"SELECT * FROM event_streams WHERE domain NOT IN ({names})"
 
 
@@ -81,8 +81,8 @@ def refusal_reason(rows: Sequence[Sequence]) -> str | None:
     reasons = [str(r[0]) for r in rows if r and r[0] is not None]
     return "; ".join(reasons) if reasons else None
 
-#: The generic ``streams`` table: one row per (stream, domain) folded.
-#: ``event_streams`` (:mod:`projections.model`): one row per (stream, domain) of ``events_env``
+#: ``event_streams`` (:mod:`projections.model`): one row per (stream, domain) of ``events_env``;
+#: the generic ``streams`` table is read from it (:func:`streams_sql`).
 STREAMS_SQL = """
 SELECT stream_id, domain,
        max_by(stream_version, position) AS stream_version,

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from projections.model import ENVELOPE, EventView, _is_list, _list_item, _scalar_columns, _scalar_type, _unwrap_optional
-from projections.sqlkit import quote_ident
+from projections.sqlkit import quote_ident, sql_literal
 
 __all__ = ["duckdb_structure", "duckdb_view_select", "tree_of", "view_tree"]
 
@@ -122,10 +122,9 @@ def duckdb_view_select(view: EventView, tree: dict[str, Any], source: str) -> st
     :data:`projections.source.FOLD_COLUMNS`): the rows of the view's event type, each payload
     parsed with ``json_transform`` into the part of ``tree`` the view reads (:func:`view_tree`),
     its lists unnested (one row per element, with the element's index) and its columns cut out."""
-    structure = json.dumps(duckdb_structure(view_tree(tree, view))).replace("'", "''")
+    structure = sql_literal(json.dumps(duckdb_structure(view_tree(tree, view))))
     env = ", ".join(quote_ident(n) for n in _ENV)
-    event_type = view.event_type.replace("'", "''")
-    q = f"SELECT {env}, json_transform(data, '{structure}') AS e0 FROM {source} WHERE event_type = '{event_type}'"
+    q = f"SELECT {env}, json_transform(data, {structure}) AS e0 FROM {source} WHERE event_type = {sql_literal(view.event_type)}"
     for k, path in enumerate(view.list_path, start=1):
         lst = _access(f"e{k - 1}", path)
         idx = view.index_columns[k - 1]

@@ -370,8 +370,6 @@ def _write_typed(con, chunk: pa.Table, tdir: Path, name: str, shapes: dict[str, 
         con.unregister("shoal_chunk")
 
 
-
-
 def upcast_chunk(chunk: pa.Table) -> pa.Table:
     """``chunk`` with every event stored under an older schema version re-encoded at the current
     one (the codec's upcasters run in Python, on those rows only), so the SQL engines flatten one

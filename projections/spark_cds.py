@@ -12,7 +12,7 @@ and verified; a JVM started with ``-XX:SharedArchiveFile`` maps it instead.
   crashes the JVM that maps it (SIGBUS), so a partial file must never carry the final name.
   ``python -m projections.spark_cds`` builds it; ``make test`` and ``make bench`` do so once.
 - :func:`archive_java_options` gives :func:`projections.spark_fold.get_spark` the option that
-  uses it, when it exists for this JDK and this PySpark. An archive the JVM cannot use (a
+  uses it, when it exists for this JDK and these PySpark jars. An archive the JVM cannot use (a
   different class path) is ignored by the JVM with no effect but the lost speed-up.
 
 The archive lives in ``$SHOAL_SPARK_CDS_DIR`` (default ``~/.cache/shoal``), keyed by the Java
@@ -51,7 +51,7 @@ def _java() -> str | None:
 
 
 def archive_path() -> Path | None:
-    """Where the archive for this JDK and this PySpark lives (whether or not it exists), or
+    """Where the archive for this JDK and this virtualenv's PySpark jars lives (whether or not it exists), or
     ``None`` when there is no ``java`` or archives are turned off (``SHOAL_SPARK_CDS=off``)."""
     if os.environ.get("SHOAL_SPARK_CDS", "").lower() in ("off", "0", "false", "no"):
         return None
@@ -140,12 +140,11 @@ def _sidecar(archive: Path) -> Path:
     return archive.with_name(archive.name + ".jars")
 
 
-def _prune(directory: Path, keep: Path) -> list[Path]:
+def _prune(directory: Path, keep: Path) -> None:
     """Delete the archives in ``directory`` (other than ``keep``) whose PySpark jars directory
     (their sidecar file) no longer exists: each virtualenv gets its own ~190 MB archive, and a
     deleted clone's must not pile up. Archives without a sidecar, or whose jars directory still
-    exists, are left alone. Returns the deleted archives."""
-    gone = []
+    exists, are left alone."""
     for other in directory.glob("spark-cds-*.jsa"):
         side = _sidecar(other)
         if other == keep or not side.is_file():
@@ -154,10 +153,8 @@ def _prune(directory: Path, keep: Path) -> list[Path]:
             if not Path(side.read_text().strip()).is_dir():
                 other.unlink(missing_ok=True)
                 side.unlink(missing_ok=True)
-                gone.append(other)
         except OSError as exc:  # another process pruning the same file, a read-only cache: leave it
             _log.info("spark CDS: could not prune %s: %s", other, exc)
-    return gone
 
 
 def _train() -> None:

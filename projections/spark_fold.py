@@ -531,10 +531,7 @@ def fold_spark(
             spark.sql(
                 " UNION ALL ".join(f"SELECT {env}, tcode FROM {_typed_view(stage, t)}" for t in stage.types)
             ).createOrReplaceTempView("shoal_typed_env")
-            t_sql = time.perf_counter()
-            spark.sql(stage.env_select("shoal_typed_env")).createOrReplaceTempView("events_env")
-            for v, wanted in stage.views:
-                spark.sql(stage.view_select(v, wanted, source=_typed_view(stage, v.event_type))).createOrReplaceTempView(v.name)
+            env_source, view_source = "shoal_typed_env", lambda v: _typed_view(stage, v.event_type)
         else:
             raw = _read_raw(spark, src, bounds, stage.types)
             raw.createOrReplaceTempView("shoal_raw")
@@ -548,10 +545,11 @@ def fold_spark(
             else:
                 w_all = w
             w_all.createOrReplaceTempView("shoal_w")
-            t_sql = time.perf_counter()
-            spark.sql(stage.env_select()).createOrReplaceTempView("events_env")
-            for v, wanted in stage.views:
-                spark.sql(stage.view_select(v, wanted)).createOrReplaceTempView(v.name)
+            env_source, view_source = "shoal_w", lambda v: "shoal_w"
+        t_sql = time.perf_counter()
+        spark.sql(stage.env_select(env_source)).createOrReplaceTempView("events_env")
+        for v, wanted in stage.views:
+            spark.sql(stage.view_select(v, wanted, source=view_source(v))).createOrReplaceTempView(v.name)
         # event_streams (projections.model): one pass over the envelopes, read by streams_sql and
         # by any domain's SQL
         es = spark.sql(STREAMS_SQL).localCheckpoint(eager=True, storageLevel=StorageLevel.MEMORY_AND_DISK)

@@ -14,7 +14,6 @@ from projections import spark_cds
 from tests.conftest import require
 
 
-
 @pytest.fixture
 def cds_dir(tmp_path, monkeypatch):
     require(shutil.which("java") is not None, "Java is not installed (archive_path() is None without it)")
