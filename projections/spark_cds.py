@@ -122,8 +122,9 @@ def build_archive(force: bool = False, timeout_s: float = 600.0) -> Path | None:
             _log.warning("spark CDS archive %s failed its check (exit %s)", tmp, check.returncode)
             return None
         os.replace(tmp, path)
-        _sidecar(path).write_text(str(_jars_dir()))
-        _prune(path.parent, keep=path)
+        jars = _jars_dir()
+        _sidecar(path).write_text(str(jars))
+        _prune(path.parent, keep=path, jars=jars)
         return path
     finally:
         tmp.unlink(missing_ok=True)
@@ -140,17 +141,19 @@ def _sidecar(archive: Path) -> Path:
     return archive.with_name(archive.name + ".jars")
 
 
-def _prune(directory: Path, keep: Path) -> None:
-    """Delete the archives in ``directory`` (other than ``keep``) whose PySpark jars directory
-    (their sidecar file) no longer exists: each virtualenv gets its own ~190 MB archive, and a
-    deleted clone's must not pile up. Archives without a sidecar, or whose jars directory still
-    exists, are left alone."""
+def _prune(directory: Path, keep: Path, jars: Path) -> None:
+    """Delete the archives in ``directory`` (other than ``keep``, just built for ``jars``) whose
+    PySpark jars directory (their sidecar file) no longer exists or is ``jars`` itself (a
+    reinstall or a new clone at the same path: the JVM would refuse the old archive): each
+    virtualenv gets its own ~190 MB archive, and stale ones must not pile up. Archives without a
+    sidecar, or built for another jars directory that still exists, are left alone."""
     for other in directory.glob("spark-cds-*.jsa"):
         side = _sidecar(other)
         if other == keep or not side.is_file():
             continue
         try:
-            if not Path(side.read_text().strip()).is_dir():
+            built_for = Path(side.read_text().strip())
+            if built_for == jars or not built_for.is_dir():
                 other.unlink(missing_ok=True)
                 side.unlink(missing_ok=True)
         except OSError as exc:  # another process pruning the same file, a read-only cache: leave it

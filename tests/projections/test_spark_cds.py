@@ -92,21 +92,26 @@ def test_the_key_follows_the_jars_path_size_and_time(cds_dir, tmp_path, monkeypa
     assert spark_cds.archive_path() != first  # same names, sizes and times, another path
 
 
-def test_building_prunes_archives_of_deleted_virtualenvs(cds_dir, tmp_path, monkeypatch):
-    live_jars = tmp_path / "live" / "jars"
+def test_building_prunes_archives_of_deleted_or_replaced_virtualenvs(cds_dir, tmp_path, monkeypatch):
+    live_jars, ours = tmp_path / "live" / "jars", tmp_path / "ours" / "jars"
     live_jars.mkdir(parents=True)
+    ours.mkdir(parents=True)
+    monkeypatch.setattr(spark_cds, "_jars_dir", lambda: ours)
     stale = cds_dir / "spark-cds-4.3.0-0000000000000001.jsa"
     live = cds_dir / "spark-cds-4.3.0-0000000000000002.jsa"
     unknown = cds_dir / "spark-cds-4.3.0-0000000000000003.jsa"  # no sidecar: not ours to judge
-    for a in (stale, live, unknown):
+    replaced = cds_dir / "spark-cds-4.3.0-0000000000000004.jsa"  # an earlier install at our path
+    for a in (stale, live, unknown, replaced):
         a.write_bytes(b"archive")
     (cds_dir / (stale.name + ".jars")).write_text(str(tmp_path / "deleted-clone" / "jars"))
     (cds_dir / (live.name + ".jars")).write_text(str(live_jars))
+    (cds_dir / (replaced.name + ".jars")).write_text(str(ours))
     calls: list = []
     monkeypatch.setattr(spark_cds.subprocess, "run", _fake_run(0, 0, calls))
     built = spark_cds.build_archive()
-    assert built.is_file() and (cds_dir / (built.name + ".jars")).is_file()
-    assert not stale.exists() and not (cds_dir / (stale.name + ".jars")).exists()
+    assert built.is_file() and (cds_dir / (built.name + ".jars")).read_text() == str(ours)
+    for gone in (stale, replaced):
+        assert not gone.exists() and not (cds_dir / (gone.name + ".jars")).exists()
     assert live.exists() and unknown.exists()
 
 
