@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import io
 import struct
+import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.serial import entity_reader, entity_writer
+
+from wire.frame_guard import FrameError, RequestGuard, compile_request_guard
 
 __all__ = [
     "API_VERSIONS_KEY",
@@ -34,16 +37,13 @@ __all__ = [
     "request_header",
     "frame",
     "peek_header",
+    "preload",
+    "request_codec",
 ]
 
 API_VERSIONS_KEY = 18
 
 _I16_I16_I32 = struct.Struct(">hhi")
-
-
-class FrameError(ValueError):
-    """A frame cannot be parsed (truncated, trailing garbage, bad header). The listener closes
-    the connection, as Kafka's ``SocketServer`` does for an ``InvalidRequestException``."""
 
 
 class UnsupportedRequest(Exception):
@@ -77,31 +77,100 @@ def peek_header(frame_bytes: bytes | memoryview) -> tuple[int, int, int]:
     return _I16_I16_I32.unpack_from(frame_bytes, 0)
 
 
+@dataclass(frozen=True, slots=True)
+class RequestCodec:
+    """Everything needed to decode one (api key, version): the compiled :class:`RequestGuard`
+    and kio's native ``header_reader``/``body_reader`` (``(buffer, offset) -> (entity, size)``).
+    Built once (see :func:`preload`), immutable, shared by every listener thread."""
+
+    guard: RequestGuard
+    header_reader: Callable[[Any, int], tuple[Any, int]]
+    body_reader: Callable[[Any, int], tuple[Any, int]]
+
+
+#: (api key, version) → codec, or ``None`` where kio has no schema. Written under ``_CODECS_LOCK``
+#: only; read without it (a dict lookup is atomic under the GIL).
+_CODECS: dict[tuple[int, int], RequestCodec | None] = {}
+_CODECS_LOCK = threading.Lock()
+
+
+def _build_codec(api_key: int, api_version: int) -> RequestCodec | None:
+    try:
+        schema = load_request_schema(api_key, api_version)
+    except KioIndexError:
+        return None
+    guard = compile_request_guard(schema)
+    return RequestCodec(guard, entity_reader(schema.__header_schema__), entity_reader(schema))
+
+
+def request_codec(api_key: int, api_version: int) -> RequestCodec | None:
+    """The :class:`RequestCodec` of ``api_key``/``api_version``, or ``None`` if kio has no schema
+    for it. The first call for a pair imports kio's schema module and compiles its readers under
+    one process-wide lock, so two threads never import schema modules concurrently (the start-up
+    import deadlock of issue 13); :func:`preload` does this for every advertised pair up front."""
+    key = (api_key, api_version)
+    try:
+        return _CODECS[key]
+    except KeyError:
+        pass
+    with _CODECS_LOCK:
+        if key not in _CODECS:
+            _CODECS[key] = _build_codec(api_key, api_version)
+        return _CODECS[key]
+
+
+def preload(supported: dict[int, tuple[int, int]]) -> int:
+    """Build the codec (guard walker, kio readers) and load the response schema of every
+    version in ``supported`` (api key → (min, max), inclusive) once, at start-up, so that no
+    request ever imports a schema module lazily. Returns the number of (key, version) pairs
+    that have a request schema. Raises ``TypeError`` if a schema has a kafka type the guard
+    cannot walk."""
+    from wire.entities import response_class  # the handlers' response-class cache
+
+    n = 0
+    with _CODECS_LOCK:
+        for api_key, (lo, hi) in sorted(supported.items()):
+            for v in range(lo, hi + 1):
+                if (api_key, v) not in _CODECS:
+                    _CODECS[(api_key, v)] = _build_codec(api_key, v)
+                if _CODECS[(api_key, v)] is None:
+                    continue
+                n += 1
+                try:
+                    response_class(api_key, v)
+                except KioIndexError:
+                    pass
+    return n
+
+
 def decode_request(frame_bytes: bytes, supported: dict[int, tuple[int, int]]) -> DecodedRequest:
     """Parse one request frame (without its size prefix).
 
     ``supported`` maps api key → (min, max) versions the broker implements. Raises
     :class:`UnsupportedRequest` for a key/version outside it (the body is not parsed), and
-    :class:`FrameError` for a malformed header or body, or trailing bytes after the body."""
+    :class:`FrameError` for a malformed header or body: the frame guard
+    (:mod:`wire.frame_guard`) checks every declared length, count, null and tag against the
+    frame BEFORE kio's native reader sees it (that reader aborts the process on a huge declared
+    array length). Trailing bytes after the body are ignored, as Kafka's
+    ``AbstractRequest.parseRequest`` does (librdkafka's Metadata v12 from list_topics carries
+    some)."""
     api_key, api_version, correlation_id = peek_header(frame_bytes)
     rng = supported.get(api_key)
     if rng is None or not (rng[0] <= api_version <= rng[1]):
         raise UnsupportedRequest(api_key, api_version, correlation_id)
-    try:
-        schema = load_request_schema(api_key, api_version)
-    except KioIndexError:
-        raise UnsupportedRequest(api_key, api_version, correlation_id) from None
-    header_schema = schema.__header_schema__
+    codec = request_codec(api_key, api_version)
+    if codec is None:
+        raise UnsupportedRequest(api_key, api_version, correlation_id)
+    frame_bytes = bytes(frame_bytes)  # kio's native reader wants a read-only buffer
+    codec.guard.check(frame_bytes)
     buf = memoryview(frame_bytes)
     try:
-        header, used = entity_reader(header_schema)(buf, 0)
-        body, used2 = entity_reader(schema)(buf, used)
-    except Exception as exc:  # kio raises ValueError/IndexError/UnicodeError/… on bad input
+        header, used = codec.header_reader(buf, 0)
+        body, used2 = codec.body_reader(buf, used)
+    except Exception as exc:  # kio raises ValueError/IndexError/UnicodeError/KeyError/… on bad input
         raise FrameError(f"malformed api_key={api_key} v{api_version}: {type(exc).__name__}: {exc}") from None
     if used + used2 > len(frame_bytes):
         raise FrameError(f"api_key={api_key} v{api_version} read past the end of its frame")
-    # Trailing bytes are ignored, as Kafka's ``AbstractRequest.parseRequest`` does (librdkafka's
-    # Metadata v12 from list_topics carries some).
     return DecodedRequest(api_key, api_version, correlation_id, header.client_id, header, body)
 
 
