@@ -29,11 +29,13 @@ __all__ = [
     "incremental_alter_configs",
     "list_groups",
     "metadata",
+    "metadata_error",
     "topic_metadata",
 ]
 
 #: FindCoordinator key types (``FindCoordinatorRequest.CoordinatorType``): 0 GROUP, 1 TRANSACTION, 2 SHARE.
 COORDINATOR_GROUP = 0
+COORDINATOR_TRANSACTION = 1
 COORDINATOR_SHARE = 2
 
 
@@ -80,6 +82,12 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool) -> Any:
     ``auto.create.topics.enable`` (then the topic is created with broker defaults)."""
     cls = response_class(3, req.api_version)
     body = req.body
+    if body.topics is not None and req.api_version < 12:
+        for t in body.topics:
+            # KafkaApis.handleTopicMetadataRequest: null names and topic ids only from v12.
+            if t.name is None or getattr(t, "topic_id", None) is not None:
+                what = "Topic name can not be null" if t.name is None else "Topic IDs are not supported in requests"
+                return metadata_error(req, ErrorCode.invalid_request, f"{what} for version {req.api_version}")
     broker = nested(cls, "MetadataResponseBroker", node_id=i32(backend.node_id), host=backend.host, port=i32(backend.port), rack=None)
     if body.topics is None:
         infos = backend.topics()
@@ -119,6 +127,18 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool) -> Any:
     )
 
 
+def metadata_error(req: DecodedRequest, error: ErrorCode, reason: str = "") -> Any:
+    """The Metadata response Kafka sends when the request as a whole fails
+    (``MetadataRequest.getErrorResponse``): no brokers, and each requested topic with ``error``
+    (a null name as ``""``). ``reason`` is for logs only (Metadata has no error message)."""
+    cls = response_class(3, req.api_version)
+    topics = tuple(
+        nested(cls, "MetadataResponseTopic", error_code=error, name=t.name or "", topic_id=getattr(t, "topic_id", None) or _ZERO_UUID, is_internal=False, partitions=())
+        for t in (req.body.topics or ())
+    )
+    return build(cls, throttle_time=NO_THROTTLE, brokers=(), cluster_id=None, controller_id=i32(-1), topics=topics, error_code=ErrorCode.none, cluster_authorized_operations=i32(-2147483648))
+
+
 import uuid as _uuid  # noqa: E402
 
 _ZERO_UUID = _uuid.UUID(int=0)
@@ -127,13 +147,19 @@ _ZERO_UUID = _uuid.UUID(int=0)
 def find_coordinator(req: DecodedRequest, backend: Backend) -> Any:
     """FindCoordinator (v4+: batched ``coordinator_keys``; v0-3: one ``key``). Group (0) and share
     (2, key ``group:topicId:partition``) keys resolve to this node; transaction keys (1) give
-    COORDINATOR_NOT_AVAILABLE (no transactions in Shoal)."""
+    COORDINATOR_NOT_AVAILABLE (no transactions in Shoal). v0 has no ``key_type``: its key is a
+    group id (``FindCoordinatorRequest.json``: keyType is v1+, default 0). A key type Kafka does
+    not know gives INVALID_REQUEST (``CoordinatorType.forId`` throws InvalidRequestException)."""
     cls = response_class(10, req.api_version)
     body = req.body
-    key_type = int(body.key_type)
+    key_type = int(getattr(body, "key_type", COORDINATOR_GROUP))
     ok = key_type in (COORDINATOR_GROUP, COORDINATOR_SHARE)
-    err = ErrorCode.none if ok else ErrorCode.coordinator_not_available
-    msg = None if ok else "transactions are not supported"
+    if ok:
+        err, msg = ErrorCode.none, None
+    elif key_type == COORDINATOR_TRANSACTION:
+        err, msg = ErrorCode.coordinator_not_available, "transactions are not supported"
+    else:
+        err, msg = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
     node, host, port = (i32(backend.node_id), backend.host, i32(backend.port)) if ok else (i32(-1), "", i32(-1))
     if req.api_version >= 4:
         coords = tuple(nested(cls, "Coordinator", key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg) for k in body.coordinator_keys)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from wire import admin, records, share
 from wire.backend import Backend
-from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response
+from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response, preload
 from wire.server import Connection, Dispatcher
 
 __all__ = ["SUPPORTED", "KafkaDispatcher", "API_NAMES"]
@@ -73,6 +73,7 @@ class KafkaDispatcher(Dispatcher):
     """Routes decoded requests to the handler modules with a :class:`Backend`.
 
     ``auto_create_topics``: Kafka's ``auto.create.topics.enable`` (Metadata may create topics).
+    Construction preloads the codecs of every ``supported`` version (:func:`wire.protocol.preload`).
     ``stats`` counts requests per api key and ``seconds`` sums their handling time (s, long polls
     included) per api key (both read by ``status``)."""
 
@@ -80,6 +81,9 @@ class KafkaDispatcher(Dispatcher):
         self.backend = backend
         self.auto_create_topics = auto_create_topics
         self.supported = dict(SUPPORTED if supported is None else supported)
+        # guard: build every advertised version's frame guard, kio readers and response class now,
+        # so no request imports a schema module lazily (thread-safe start-up; issue 13).
+        preload(self.supported)
         self.stats: dict[int, int] = {}
         self.seconds: dict[int, float] = {}
         self._handlers: dict[int, Callable[[DecodedRequest, Connection], Any]] = {

@@ -4,9 +4,10 @@ One thread per connection (``socketserver.ThreadingTCPServer``). Requests on one
 handled in order and answered in order, as Kafka's ``SocketServer`` does by muting a channel
 while its request is in flight; a long-polling ShareFetch or Fetch therefore only holds up its
 own connection. Frames larger than ``socket.request.max.bytes`` or not positive close the
-connection (Kafka's ``InvalidReceiveException``); a malformed frame closes the connection; an
-unknown API key or version is answered with UNSUPPORTED_VERSION (35). None of these affects
-other connections.
+connection (Kafka's ``InvalidReceiveException``); a malformed frame (rejected by
+:mod:`wire.frame_guard` before kio decodes it) closes the connection; an unknown API key or
+version is answered with UNSUPPORTED_VERSION (35); a handler that raises, or whose response
+cannot be encoded, closes its connection. None of these affects other connections.
 """
 
 from __future__ import annotations
@@ -110,7 +111,11 @@ class _Handler(socketserver.BaseRequestHandler):
                 try:
                     request = decode_request(payload, dispatcher.supported)
                 except UnsupportedRequest as exc:
-                    out = dispatcher.unsupported(exc)
+                    try:
+                        out = dispatcher.unsupported(exc)
+                    except Exception:
+                        log.exception("closing %s: answering %s failed", conn.peer, exc)
+                        return
                     if out is None:
                         log.info("closing %s: %s", conn.peer, exc)
                         return
@@ -121,11 +126,14 @@ class _Handler(socketserver.BaseRequestHandler):
                     return
                 try:
                     response = dispatcher.handle(request, conn)
+                    out = None
+                    if response is not None:
+                        out = response if isinstance(response, (bytes, bytearray)) else encode_response(request.correlation_id, response)
                 except Exception:
+                    # A handler or the encoding of its response failed: only this connection ends.
                     log.exception("closing %s: handler for api_key=%d v%d failed", conn.peer, request.api_key, request.api_version)
                     return
-                if response is not None:
-                    out = response if isinstance(response, (bytes, bytearray)) else encode_response(request.correlation_id, response)
+                if out is not None:
                     sock.sendall(out)
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s ended: %s", conn.peer, exc)
