@@ -38,6 +38,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "socket.request.max.bytes": "104857600",
     "remote.log.storage.system.enable": "true",
     "remote.log.metadata.topic.num.partitions": "50",
+    # guard (issue 13): the listener process's malloc (wire/memory.py)
+    "shoal.malloc.arena.max": "2",
+    "shoal.malloc.trim.interval.ms": "10000",
 }
 
 

@@ -30,6 +30,7 @@ from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
+from wire.memory import MallocTrimmer, limit_malloc_arenas
 from wire.server import KafkaListener, parse_listener
 
 __all__ = ["Daemon", "ShoalBackend", "STATUS_FILE"]
@@ -235,6 +236,8 @@ class Daemon:
         RLMM actors), the logs, the remote log manager and the listener. Raises on failure
         (after cleaning up what was started)."""
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
+        # guard: few malloc arenas, so connection threads do not pin freed memory (wire/memory.py).
+        limit_malloc_arenas(int(self.cfg.get("shoal.malloc.arena.max", "2")))
         from thespian.actors import ActorSystem
 
         from actors.journal import JournalActor
@@ -402,11 +405,14 @@ class Daemon:
         rlm.start()
 
     def _tick(self) -> None:
-        """Background duties of the listener process: flush.ms, retention, tiering ticks."""
+        """Background duties of the listener process: flush.ms, retention, tiering ticks, and
+        returning free heap pages to the OS (``shoal.malloc.trim.interval.ms``)."""
         interval = float(self.cfg.get("shoal.tick.interval.ms", "1000")) / 1000
         last_status = 0.0
+        trimmer = MallocTrimmer(int(self.cfg.get("shoal.malloc.trim.interval.ms", "10000")))  # guard
         while not self._stopped.wait(interval):
             now = int(time.time() * 1000)
+            trimmer.tick(int(time.monotonic() * 1000))
             if time.monotonic() - last_status >= float(self.cfg.get("shoal.status.interval.ms", "2000")) / 1000:
                 last_status = time.monotonic()
                 try:
