@@ -39,8 +39,8 @@ BROKER_DEFAULTS: dict[str, str] = {
     "remote.log.storage.system.enable": "true",
     "remote.log.metadata.topic.num.partitions": "50",
     # guard (issue 13): the listener process's malloc (wire/memory.py)
-    "shoal.malloc.arena.max": "2",
-    "shoal.malloc.trim.interval.ms": "10000",
+    "shoal.malloc.arena.max": "1",
+    "shoal.malloc.trim.interval.ms": "5000",
 }
 
 

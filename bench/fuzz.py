@@ -248,11 +248,12 @@ def read_back(bootstrap: str, topic: str, partitions: int, want: set[bytes], tim
     return want & seen
 
 
-def _settled_rss(pid: int, seconds: float = 3.0) -> int:
-    """RSS after it stops falling for ``seconds`` (threads of closed connections exit, long
-    polls end); at most 30 s."""
+def _settled_rss(pid: int, seconds: float = 6.0) -> int:
+    """RSS once it has not fallen for ``seconds`` (longer than the daemon's default
+    ``shoal.malloc.trim.interval.ms`` of 5 s, so a trim happened in the window: threads of closed
+    connections have exited, freed heap pages went back to the OS); at most 45 s."""
     last = rss_kb(pid)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 45
     stable_since = time.monotonic()
     while time.monotonic() < deadline:
         time.sleep(0.5)

@@ -237,7 +237,7 @@ class Daemon:
         (after cleaning up what was started)."""
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
         # guard: few malloc arenas, so connection threads do not pin freed memory (wire/memory.py).
-        limit_malloc_arenas(int(self.cfg.get("shoal.malloc.arena.max", "2")))
+        limit_malloc_arenas(int(self.cfg.get("shoal.malloc.arena.max", "1")))
         from thespian.actors import ActorSystem
 
         from actors.journal import JournalActor
@@ -409,7 +409,7 @@ class Daemon:
         returning free heap pages to the OS (``shoal.malloc.trim.interval.ms``)."""
         interval = float(self.cfg.get("shoal.tick.interval.ms", "1000")) / 1000
         last_status = 0.0
-        trimmer = MallocTrimmer(int(self.cfg.get("shoal.malloc.trim.interval.ms", "10000")))  # guard
+        trimmer = MallocTrimmer(int(self.cfg.get("shoal.malloc.trim.interval.ms", "5000")))  # guard
         while not self._stopped.wait(interval):
             now = int(time.time() * 1000)
             trimmer.tick(int(time.monotonic() * 1000))

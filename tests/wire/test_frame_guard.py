@@ -258,3 +258,22 @@ def test_handler_or_encoding_failure_closes_only_that_connection(bad_key):
             assert decode_response(_read_frame(good), 18, 3)[0] == 1
     finally:
         lst.stop()
+
+
+def test_guard_compiles_and_accepts_every_request_schema_kio_knows():
+    """APIs added to ``SUPPORTED`` later (ACLs, SCRAM, …) get a guard at start-up without a change here."""
+    from kio.schema.index import api_key_map, schema_name_map
+
+    checked = 0
+    for api_key, name in api_key_map.items():
+        for version in schema_name_map[name]:
+            try:
+                schema = load_request_schema(api_key, version)
+            except Exception:  # noqa: BLE001 - a response-only entry of kio's index
+                continue
+            guard = compile_request_guard(schema)
+            for variant in (0, 1):
+                frame = sample_frame(api_key, version, variant)
+                assert guard.check(frame) == len(frame), (api_key, version, variant)
+            checked += 1
+    assert checked > 250
