@@ -59,6 +59,8 @@ __all__ = [
     "TopicConfigsAltered",
     "TopicCreated",
     "TopicDeleted",
+    "UserScramCredentialRemoved",
+    "UserScramCredentialSet",
     "WriteFrontiersAdvanced",
     "STREAM_ID",
     "config_map",
@@ -348,6 +350,36 @@ class CollectionsDropRequested(DomainEvent):
 
     collection_ids: tuple[str, ...]
 
+
+
+# --- SCRAM credentials (KIP-554) -------------------------------------------------------------
+
+
+@domain_event("controller.UserScramCredentialSet")
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialSet(DomainEvent):
+    """``user``'s SCRAM credential for ``mechanism`` ("SCRAM-SHA-256" or "SCRAM-SHA-512") was
+    created or replaced (Kafka's ``UserScramCredentialRecord``, written by
+    ``ScramControlManager`` for AlterUserScramCredentials): the client's ``salt``, the derived
+    ``stored_key`` and ``server_key`` (RFC 5802) and the PBKDF2 ``iterations``. Never the
+    password, never the salted password. Bytes are base64 text in the JSON (msgspec's encoding)."""
+
+    user: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@domain_event("controller.UserScramCredentialRemoved")
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRemoved(DomainEvent):
+    """``user``'s credential for ``mechanism`` was deleted (Kafka's
+    ``RemoveUserScramCredentialRecord``); it existed when the event was decided."""
+
+    user: str
+    mechanism: str
 
 
 # --- upcasters (v1 → v2) ---------------------------------------------------------------------

@@ -40,11 +40,14 @@ from thespian.actors import ActorExitRequest, ChildActorExited, DeadEnvelope, Po
 
 from actors.base import EventSourcedActor, PersistError
 from actors.controller import frontiers as fr
+from actors.controller import scram as sc
 from actors.controller import topics as tp
 from actors.controller.messages import (
     AllocateProducerIdsReply,
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
+    AlterUserScramCredentialsReply,
+    AlterUserScramCredentialsRequest,
     BrokerFailedNotice,
     ChildAddress,
     ChildKindRegistered,
@@ -56,6 +59,8 @@ from actors.controller.messages import (
     DeleteTopicsRequest,
     DescribeConfigsReply,
     DescribeConfigsRequest,
+    DescribeUserScramCredentialsReply,
+    DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
     FrontierCommand,
     FrontierReply,
@@ -70,6 +75,8 @@ from actors.controller.messages import (
     PartitionResults,
     ReadHoldsChange,
     RegisterChildKind,
+    ScramCredentialsReply,
+    ScramCredentialsRequest,
     SinceAdvanced,
     StateDump,
     StateDumpRequest,
@@ -367,6 +374,24 @@ class ControllerActor(EventSourcedActor):
         """DescribeConfigs → :class:`DescribeConfigsReply` (a query: nothing is appended)."""
         assert self.state is not None
         self.send(sender, DescribeConfigsReply(tp.describe_configs(self.state.topics, msg.resources, msg.include_synonyms)))
+
+    # -- SCRAM credentials (KIP-554) -------------------------------------------------------------
+    def receiveMsg_AlterUserScramCredentialsRequest(self, msg: AlterUserScramCredentialsRequest, sender: Any) -> None:
+        """AlterUserScramCredentials → :class:`AlterUserScramCredentialsReply` once the
+        credential events are durable (decided by :func:`actors.controller.scram.decide_alter`)."""
+        cmd = sc.AlterUserScramCredentials(tuple(msg.deletions), tuple(msg.upsertions))
+        self._execute(cmd, sender, lambda d, ch: AlterUserScramCredentialsReply(tuple(d.reply) if isinstance(d, Decision) else ()))
+
+    def receiveMsg_DescribeUserScramCredentialsRequest(self, msg: DescribeUserScramCredentialsRequest, sender: Any) -> None:
+        """DescribeUserScramCredentials → :class:`DescribeUserScramCredentialsReply` (a query)."""
+        assert self.state is not None
+        self.send(sender, DescribeUserScramCredentialsReply(tuple(sc.describe(self.state.scram, msg.users))))
+
+    def receiveMsg_ScramCredentialsRequest(self, msg: ScramCredentialsRequest, sender: Any) -> None:
+        """Every credential → :class:`ScramCredentialsReply` (the listener's authentication cache)."""
+        assert self.state is not None
+        creds = tuple((u, m, c) for (u, m), c in sorted(self.state.scram.credentials.items()))
+        self.send(sender, ScramCredentialsReply(self.state.version, creds))
 
     def receiveMsg_MetadataRequest(self, msg: MetadataRequest, sender: Any) -> None:
         """Metadata → :class:`MetadataReply`, auto-creating topics when allowed."""

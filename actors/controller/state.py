@@ -27,6 +27,7 @@ from typing import Any, Mapping, Sequence
 
 from actors.controller import frontiers as fr
 from actors.controller import replication as rep
+from actors.controller import scram as sc
 from actors.controller import topics as tp
 from events.controller import (
     BrokerConfigsAltered,
@@ -40,6 +41,8 @@ from events.controller import (
     TopicConfigsAltered,
     TopicCreated,
     TopicDeleted,
+    UserScramCredentialRemoved,
+    UserScramCredentialSet,
     config_map,
 )
 
@@ -152,17 +155,25 @@ class ControllerState:
         self.frontiers = fr.FrontierState()
         #: the first producer id of the next block (every id below it was handed out)
         self.next_producer_id = 0
+        #: SCRAM credentials (KIP-554), :mod:`actors.controller.scram`
+        self.scram = sc.ScramState()
         self.version = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The evented state as a JSON-able dict (snapshots; equality after restart)."""
-        return {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict(), "next_producer_id": self.next_producer_id}
+        """The evented state as a JSON-able dict (snapshots; equality after restart). ``scram``
+        (salts and derived keys, base64; never a password) is present once a credential exists,
+        so snapshots of logs without SCRAM keep their earlier shape."""
+        d = {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict(), "next_producer_id": self.next_producer_id}
+        if self.scram.credentials:
+            d["scram"] = self.scram.to_dict()
+        return d
 
     def load_dict(self, d: Mapping[str, Any], version: int) -> None:
         """Replace the evented state with a :meth:`to_dict` snapshot folded up to ``version``."""
         self.topics.load_dict(d["topics"])
         self.frontiers = fr.FrontierState.from_dict(d["frontiers"])
         self.next_producer_id = int(d.get("next_producer_id", 0))  # snapshots before producer ids: none handed out
+        self.scram = sc.ScramState.from_dict(d.get("scram"))  # absent: no credential (or a snapshot before SCRAM)
         self.version = version
 
     def collection_topic(self, collection_id: str) -> tp.Topic | None:
@@ -276,6 +287,9 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
         if first > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
             return fr.Rejected("ProducerIdsExhausted", "Exhausted all producerIds as the next block's end producerId would exceed the int64 range", "UNKNOWN_SERVER_ERROR")
         return Decision([ProducerIdsAllocated(cmd.broker_id, first, PRODUCER_ID_BLOCK_SIZE)], (first, PRODUCER_ID_BLOCK_SIZE))
+    if isinstance(cmd, sc.AlterUserScramCredentials):
+        events, results = sc.decide_alter(state.scram, cmd)
+        return Decision(events, results)
     if isinstance(cmd, ReconcilePolicies):
         changes = _policy_changes(state, state.topics, now_ms)
         return Decision([ReadPoliciesSet(tuple(changes), now_ms)] if changes else [], None)
@@ -426,5 +440,8 @@ def apply(state: ControllerState, event: Any) -> list[fr.SinceChange]:
         return []
     if isinstance(event, ProducerIdsAllocated):
         state.next_producer_id = max(state.next_producer_id, event.first_producer_id + event.block_size)
+        return []
+    if isinstance(event, (UserScramCredentialSet, UserScramCredentialRemoved)):
+        sc.evolve(state.scram, event)
         return []
     return state.frontiers.apply(event)
