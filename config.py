@@ -38,6 +38,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "socket.request.max.bytes": "104857600",
     "remote.log.storage.system.enable": "true",
     "remote.log.metadata.topic.num.partitions": "50",
+    # scram (KIP-554): the listener's SCRAM credential cache is reloaded when older than this (ms);
+    # a change made through this node applies at once, one made through another node within this
+    "shoal.wire.scram.refresh.ms": "1000",
 }
 
 

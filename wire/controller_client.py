@@ -7,6 +7,14 @@ request, every CreateTopics/DeleteTopics/IncrementalAlterConfigs answer, and on 
 once per ``shoal.wire.metadata.refresh.ms``, default 500 ms). Share-group actor addresses come from
 the controller's ``ChildLookup`` (kind ``share``) and are cached; a timed-out ask drops the entry so
 the next request looks the child up again (it may have been restarted).
+
+SCRAM credentials (KIP-554) for SASL authentication are served from a cache of the controller's
+whole credential table (:meth:`ControllerClient.scram_credential`): read through when older
+than ``shoal.wire.scram.refresh.ms`` (default 1000 ms) and dropped whenever an
+AlterUserScramCredentials through this client succeeds, so a credential created or changed on
+this node is in force for the very next authentication. Staleness bound for a change made
+through another node sharing the event log: at most ``shoal.wire.scram.refresh.ms`` plus
+one controller round trip (the controller answers from its folded state).
 """
 
 from __future__ import annotations
@@ -69,6 +77,11 @@ class ControllerClient:
         self._last_used: dict[str, float] = {}
         self._passivate_s = float(cfg.get("shoal.share.group.passivate.ms", "120000")) / 1000
         self._groups_seen: set[str] = set()
+        # SCRAM credential cache: (user, mechanism) -> ScramCredential, loaded at _scram_loaded_at
+        self._scram_lock = threading.Lock()
+        self._scram: dict[tuple[str, str], Any] = {}
+        self._scram_loaded_at: float | None = None
+        self._scram_refresh_s = float(cfg.get("shoal.wire.scram.refresh.ms", "1000")) / 1000
 
     # ------------------------------------------------------------------ asks
     def ask(self, msg: Any, timeout_s: float | None = None) -> Any:
@@ -226,6 +239,65 @@ class ControllerClient:
         if rname == "TOPIC":
             self._configs.pop(name, None)
         return _err(out.error), out.message
+
+    # ------------------------------------------------------------------ SCRAM credentials (KIP-554)
+    def alter_user_scram_credentials(self, deletions: Sequence[Any], upsertions: Sequence[Any]) -> list[Any]:
+        """AlterUserScramCredentialsRequest → one ``AlterResult`` per user (a controller
+        ``Failure`` or a not-ready controller gives each named user that error). Drops the
+        credential cache afterwards, so the change is in force for the next authentication."""
+        from actors.controller.messages import AlterUserScramCredentialsRequest
+        from actors.controller.scram import AlterResult
+
+        users = list(dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions]))
+        try:
+            r = self.ask(AlterUserScramCredentialsRequest(tuple(deletions), tuple(upsertions)))
+        except ActorTimeout as exc:
+            return [AlterResult(u, "COORDINATOR_LOAD_IN_PROGRESS", str(exc)) for u in users]
+        finally:
+            self.invalidate_scram_credentials()
+        if type(r).__name__ == "Failure":
+            return [AlterResult(u, r.error, r.message) for u in users]
+        return list(r.results)
+
+    def describe_user_scram_credentials(self, users: Sequence[str] | None) -> tuple[str | None, str | None, list[Any]]:
+        """DescribeUserScramCredentialsRequest → ``(error, message, [DescribeResult])`` (fresh
+        from the controller, not from the cache)."""
+        from actors.controller.messages import DescribeUserScramCredentialsRequest
+
+        try:
+            r = self.ask(DescribeUserScramCredentialsRequest(None if users is None else tuple(users)))
+        except ActorTimeout as exc:
+            return "COORDINATOR_LOAD_IN_PROGRESS", str(exc), []
+        if type(r).__name__ == "Failure":
+            return r.error, r.message, []
+        return None, None, list(r.results)
+
+    def invalidate_scram_credentials(self) -> None:
+        """Forget the cached credentials: the next :meth:`scram_credential` asks the controller."""
+        with self._scram_lock:
+            self._scram_loaded_at = None
+
+    def scram_credential(self, user: str, mechanism: str) -> Any:
+        """``user``'s ``ScramCredential`` for ``mechanism`` or ``None``, from the cache, which is
+        reloaded (one ask for the whole table, one thread at a time) when it was dropped or is
+        older than ``shoal.wire.scram.refresh.ms``. A controller that cannot answer gives
+        ``None`` (authentication fails closed) and is asked again on the next lookup."""
+        from actors.controller.messages import ScramCredentialsRequest
+
+        with self._scram_lock:
+            loaded = self._scram_loaded_at
+            if loaded is None or time.monotonic() - loaded >= self._scram_refresh_s:
+                try:
+                    r = self.ask(ScramCredentialsRequest())
+                except ActorTimeout:
+                    log.warning("SCRAM credential lookup: the controller did not answer")
+                    return None
+                if type(r).__name__ != "ScramCredentialsReply":
+                    log.warning("SCRAM credential lookup failed: %r", r)
+                    return None
+                self._scram = {(u, m): c for u, m, c in r.credentials}
+                self._scram_loaded_at = time.monotonic()
+            return self._scram.get((user, mechanism))
 
     # ------------------------------------------------------------------ children
     def share_group_actor(self, group: str) -> Any:

@@ -105,6 +105,23 @@ class ShoalBackend:
             rows = [r for r in rows if r[2].lower() in wanted]
         return rows
 
+    # -- SCRAM credentials (KIP-554) ---------------------------------------------------------
+    def alter_user_scram_credentials(self, deletions, upsertions):
+        """AlterUserScramCredentials → the controller (one message); the credential cache is dropped after."""
+        return self.controller.alter_user_scram_credentials(deletions, upsertions)
+
+    def describe_user_scram_credentials(self, users):
+        """DescribeUserScramCredentials → the controller (one message)."""
+        return self.controller.describe_user_scram_credentials(users)
+
+    def scram_credential(self, user: str, mechanism: str):
+        """The :class:`actors.controller.scram.ScramCredential` of ``user`` for ``mechanism``
+        ("SCRAM-SHA-256"/"SCRAM-SHA-512") or ``None``: the lookup the SASL SCRAM server calls.
+        Served from :meth:`wire.controller_client.ControllerClient.scram_credential`'s cache: a
+        credential altered on this node is in force at once; one altered elsewhere after at most
+        ``shoal.wire.scram.refresh.ms``."""
+        return self.controller.scram_credential(user, mechanism)
+
     # -- data plane ---------------------------------------------------------------------------
     def _known(self, topic: str, partition: int) -> bool:
         return self.controller.partition_count(topic) > partition >= 0

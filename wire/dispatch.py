@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import admin, records, share
+from wire import admin, records, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response
 from wire.server import Connection, Dispatcher
@@ -41,6 +41,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     22: (0, 5),  # InitProducerId (idempotent producers; no transactions)
     32: (1, 4),  # DescribeConfigs
     44: (0, 1),  # IncrementalAlterConfigs
+    50: (0, 0),  # DescribeUserScramCredentials (KIP-554)
+    51: (0, 0),  # AlterUserScramCredentials (KIP-554)
     76: (1, 1),  # ShareGroupHeartbeat
     77: (1, 1),  # ShareGroupDescribe
     78: (1, 1),  # ShareFetch
@@ -61,6 +63,8 @@ API_NAMES = {
     22: "InitProducerId",
     32: "DescribeConfigs",
     44: "IncrementalAlterConfigs",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
     76: "ShareGroupHeartbeat",
     77: "ShareGroupDescribe",
     78: "ShareFetch",
@@ -95,6 +99,8 @@ class KafkaDispatcher(Dispatcher):
             22: lambda r, c: records.init_producer_id(r, backend),
             32: lambda r, c: admin.describe_configs(r, backend),
             44: lambda r, c: admin.incremental_alter_configs(r, backend),
+            50: lambda r, c: scram.describe_user_scram_credentials(r, backend),
+            51: lambda r, c: scram.alter_user_scram_credentials(r, backend),
             76: lambda r, c: share.heartbeat(r, backend),
             77: lambda r, c: share.describe(r, backend),
             78: lambda r, c: share.share_fetch(r, backend, c),
