@@ -25,6 +25,9 @@ reused; hold counts never go negative; ``collection:`` holds are the model's own
   recording it in ``CollectionSpec.transitive_dependencies``; a collection whose since is ``{}``
   is gone. ``tests/projections/test_controller_sql.py`` checks that rule against ``evolve``.
 
+* ``controller_scram_credentials``: per user and mechanism, the last credential event decides
+  (set: the row with its iterations; removed: no row). No salt, key or password.
+
 The frontiers table shows the policy as its canonical JSON text (what the events carry) and the
 dependencies as rows of ``controller_dependencies`` (an ordered list cannot be joined into one
 string the same way in both engines).
@@ -126,6 +129,15 @@ PRODUCER_IDS = SnapshotTable(
     ("stream_id",),
 )
 
+# SCRAM credentials (KIP-554): who has a credential for which mechanism, with how many
+# iterations. Salts and keys stay out of the table: they are not passwords, but they allow an
+# offline dictionary attack, and an audit needs none of them.
+SCRAM_CREDENTIALS = SnapshotTable(
+    "controller_scram_credentials",
+    pa.schema([("stream_id", pa.string()), ("user", pa.string()), ("mechanism", pa.string()), ("iterations", pa.int64())]),
+    ("stream_id", "user", "mechanism"),
+)
+
 
 def to_rows(stream_id: str, st) -> dict:
     """Snapshot rows of one folded ``ControllerState``."""
@@ -179,6 +191,9 @@ def to_rows(stream_id: str, st) -> dict:
         HOLDS.name: holds,
         # the first id of the next producer-id block (KIP-98): a row once a block was handed out
         PRODUCER_IDS.name: [{"stream_id": stream_id, "next_producer_id": st.next_producer_id}] if st.next_producer_id else [],
+        SCRAM_CREDENTIALS.name: [
+            {"stream_id": stream_id, "user": u, "mechanism": m, "iterations": c.iterations} for (u, m), c in st.scram.credentials.items()
+        ],
     }
 
 
@@ -444,6 +459,21 @@ FROM ev_controller_ProducerIdsAllocated
 GROUP BY stream_id
 """
 
+# SCRAM credentials: per (user, mechanism) the last UserScramCredentialSet/Removed decides
+# (the decider removes only existing credentials, so "last is a Set" is "exists").
+_SCRAM_CREDENTIALS_SQL = """
+SELECT stream_id, "user", mechanism, iterations
+FROM (
+  SELECT u.*, row_number() OVER (PARTITION BY stream_id, "user", mechanism ORDER BY position DESC) AS rn
+  FROM (
+    SELECT stream_id, "user", mechanism, iterations, position, 0 AS removed FROM ev_controller_UserScramCredentialSet
+    UNION ALL
+    SELECT stream_id, "user", mechanism, NULL, position, 1 FROM ev_controller_UserScramCredentialRemoved
+  ) u
+) x
+WHERE rn = 1 AND removed = 0
+"""
+
 _HOLDS_SQL = """
 SELECT h.stream_id, h.collection_id, h.holder, h."offset", h.n AS "count"
 FROM ctl_held h
@@ -480,7 +510,7 @@ def build() -> DomainProjection:
     return DomainProjection(
         name="controller",
         event_types=event_types,
-        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS),
+        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS, SCRAM_CREDENTIALS),
         initial=lambda _sid: cs.ControllerState(),
         evolve=cs.evolve,
         to_rows=to_rows,
@@ -494,10 +524,11 @@ def build() -> DomainProjection:
             DEPENDENCIES.name: _DEPENDENCIES_SQL,
             HOLDS.name: _HOLDS_SQL,
             PRODUCER_IDS.name: _PRODUCER_IDS_SQL,
+            SCRAM_CREDENTIALS.name: _SCRAM_CREDENTIALS_SQL,
         },
         decode_state=decode_state,
         encode_state=lambda st: json.dumps(st.to_dict(), separators=(",", ":")).encode(),
-        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds",
+        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds, SCRAM credentials",
     )
 
 

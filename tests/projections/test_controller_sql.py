@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.controller import frontiers as fr
+from actors.controller import scram as sc
 from actors.controller import state as S
 from actors.controller import topics as tp
 from events import controller as ev
@@ -80,6 +81,10 @@ _op = st.one_of(
     st.tuples(st.just("drop"), _small),
     st.tuples(st.just("delete_records"), _small, st.integers(-1, 40)),
     st.tuples(st.just("producer_ids"), st.integers(1, 3)),
+    # SCRAM credentials (KIP-554): upsertions/deletions of a few users, some refused by the decider
+    st.tuples(st.just("scram"), st.lists(st.tuples(st.sampled_from(["upsert", "upsert", "delete"]), st.sampled_from(["u1", "u2", "u3"]),
+                                                   st.sampled_from([1, 2, 2, 3]), st.sampled_from([4096, 8192, 100])), min_size=1, max_size=3)),
+    st.tuples(st.just("scram_delete"), _small),  # an existing credential
 )
 
 
@@ -195,6 +200,13 @@ def _command(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
         return fr.DeleteRecords(cid, op[2]) if cid else None
     if kind == "producer_ids":
         return S.AllocateProducerIds(op[1])
+    if kind == "scram":
+        dels = tuple(sc.ScramDeletion(user, mech) for what, user, mech, _ in op[1] if what == "delete")
+        ups = tuple(sc.ScramUpsertion(user, mech, it, b"salt-" + user.encode(), b"salted-" + user.encode()) for what, user, mech, it in op[1] if what == "upsert")
+        return sc.AlterUserScramCredentials(dels, ups)
+    if kind == "scram_delete":
+        key = _pick(cs.scram.credentials, op[1])
+        return sc.AlterUserScramCredentials((sc.ScramDeletion(key[0], sc.MECHANISM_TYPES[key[1]]),)) if key else None
     raise AssertionError(kind)
 
 
@@ -381,6 +393,30 @@ def test_controller_sql_handles_an_example_with_every_feature(tmp_path):
     holds = {(r["collection_id"], r["holder"], r["offset"], r["count"]) for r in rows["controller_holds"]}
     assert holds == {("w", "h", 5, 2), ("v", "collection:w", 5, 1), ("u", "collection:v", 5, 1),
                      ("u", "export:s1", 20, 1), ("u", "h", 20, 1)}
+
+
+def test_controller_sql_folds_scram_credentials(tmp_path):
+    """SCRAM credentials (KIP-554): replaced, removed and created again; the table shows the
+    live ones with their iterations and nothing secret. DuckDB against literals and Python."""
+
+    def up(user: str, mech: int, iterations: int) -> sc.ScramUpsertion:
+        return sc.ScramUpsertion(user, mech, iterations, b"salt-" + user.encode(), b"salted-" + user.encode())
+
+    entries = _decide_all([
+        sc.AlterUserScramCredentials((), (up("alice", 1, 4096), up("bob", 2, 8192))),
+        sc.AlterUserScramCredentials((), (up("alice", 2, 5000),)),
+        sc.AlterUserScramCredentials((sc.ScramDeletion("bob", 2),), (up("carol", 1, 4096),)),
+        sc.AlterUserScramCredentials((), (up("bob", 2, 10000),)),  # created again after its removal
+        sc.AlterUserScramCredentials((), (up("alice", 1, 16384),)),  # replaced
+        sc.AlterUserScramCredentials((sc.ScramDeletion("carol", 1),), ()),
+    ])
+    rows = _fold_both(tmp_path, entries)
+    assert [(r["user"], r["mechanism"], r["iterations"]) for r in rows["controller_scram_credentials"]] == [
+        ("alice", "SCRAM-SHA-256", 16384),
+        ("alice", "SCRAM-SHA-512", 5000),
+        ("bob", "SCRAM-SHA-512", 10000),
+    ]
+    assert set(rows["controller_scram_credentials"][0]) == {"stream_id", "user", "mechanism", "iterations"}
 
 
 def _fold_both(tmp_path, entries) -> dict:
