@@ -7,6 +7,8 @@ who acquired it and when, its delivery count, the lock deadline, releases, lock 
 acceptance, rejection or archiving (KIP-932 record states; Kafka ``SharePartition``).
 A segment's lifecycle lists its RLMM events (COPY_SEGMENT_STARTED → COPY_SEGMENT_FINISHED →
 DELETE_SEGMENT_STARTED → DELETE_SEGMENT_FINISHED; KIP-405 ``RemoteLogSegmentState``).
+A SCRAM credential history lists when each user's credential was created, replaced or removed,
+per mechanism, with its iteration count (KIP-554) — never its salt, keys or anything password-derived.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["RecordStep", "SegmentStep", "record_history", "segment_lifecycle"]
+__all__ = ["RecordStep", "ScramStep", "SegmentStep", "record_history", "scram_credential_history", "segment_lifecycle"]
 
 _ACK_NAMES = {0: "gap", 1: "accepted", 2: "released", 3: "rejected", 4: "renewed"}
 _STATE_NAMES = {0: "AVAILABLE", 1: "ACQUIRED", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
@@ -193,4 +195,51 @@ def segment_lifecycle(log, segment_id: str) -> list[SegmentStep]:
                     ev.event_timestamp_ms,
                 )
             )
+    return steps
+
+
+# --- SCRAM credentials (KIP-554) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScramStep:
+    """One change of a SCRAM credential: log ``position``, ``recorded_at_ms`` (wall clock, ms),
+    ``user``, ``mechanism`` ("SCRAM-SHA-256"/"SCRAM-SHA-512"), ``action`` (``created``,
+    ``replaced`` or ``removed``) and the ``iterations`` in force after it (``None`` once removed).
+    Salt and keys are left out on purpose."""
+
+    position: int
+    recorded_at_ms: int
+    user: str
+    mechanism: str
+    action: str
+    iterations: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def scram_credential_history(log, user: str | None = None) -> list[ScramStep]:
+    """Every ``UserScramCredentialSet``/``UserScramCredentialRemoved`` of the controller stream
+    of the open event log ``log`` in log order, for ``user`` only when given: who had a SCRAM
+    credential for which mechanism, and since when."""
+    from events.codec import decode_event
+    from projections.source import LogSource
+
+    types = ["controller.UserScramCredentialSet", "controller.UserScramCredentialRemoved"]
+    rows = [r for chunk in LogSource.of(log.url).batches(event_types=types) for r in chunk.to_pylist()]
+    rows.sort(key=lambda r: r["position"])
+    live: set[tuple[str, str]] = set()
+    steps: list[ScramStep] = []
+    for row in rows:
+        ev = decode_event(row["event_type"], row["schema_version"], row["data"], row["position"])
+        key = (ev.user, ev.mechanism)
+        if row["event_type"] == "controller.UserScramCredentialSet":
+            action, iterations = ("replaced" if key in live else "created"), ev.iterations
+            live.add(key)
+        else:
+            action, iterations = "removed", None
+            live.discard(key)
+        if user is None or ev.user == user:
+            steps.append(ScramStep(row["position"], row["recorded_at_ms"], ev.user, ev.mechanism, action, iterations))
     return steps

@@ -282,7 +282,7 @@ def register(app: typer.Typer) -> None:
         if divergences:
             raise typer.Exit(1)
 
-    audit_app = typer.Typer(help="Timelines of one record or one remote segment.", no_args_is_help=True)
+    audit_app = typer.Typer(help="Timelines of one record, one remote segment or the SCRAM credentials.", no_args_is_help=True)
     app.add_typer(audit_app, name="audit")
 
     @audit_app.command("record")
@@ -350,6 +350,35 @@ def register(app: typer.Typer) -> None:
                      "" if s.start_offset is None else f"{s.start_offset}..{s.end_offset}", "" if s.size_bytes is None else str(s.size_bytes)]
                     for s in steps
                 ],
+            )
+        if not steps:
+            raise typer.Exit(2)
+
+    @audit_app.command("scram")
+    def audit_scram(
+        user: Optional[str] = typer.Option(None, "--user", help="only this user"),
+        as_json: bool = typer.Option(False, "--json"),
+        url: Optional[str] = typer.Option(None, "--url"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """When each SCRAM credential (KIP-554) was created, replaced or removed; no salts or keys."""
+        from projections.audit import scram_credential_history
+        from store.event_log import open_event_log
+
+        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
+        try:
+            steps = scram_credential_history(log, user)
+        finally:
+            log.close()
+        if as_json:
+            typer.echo(json.dumps([s.as_dict() for s in steps]))
+        else:
+            _print_steps(
+                "SCRAM credentials" + (f" of {user}" if user else ""),
+                ["position", "time", "user", "mechanism", "action", "iterations"],
+                [[str(s.position), _ts(s.recorded_at_ms), s.user, s.mechanism, s.action, "" if s.iterations is None else str(s.iterations)] for s in steps],
             )
         if not steps:
             raise typer.Exit(2)
