@@ -13,6 +13,9 @@ A thin shell over the pure model (:mod:`actors.controller.state`): *receive → 
   ``shoal.controller.eventlog.frontier.interval`` positions (default 100); its since only moves
   by policy (``NoPolicy(0)``: events are never deleted), replay/audit sessions hold it;
 * saves a snapshot every ``shoal.controller.snapshot.interval.events`` events (default 1000);
+* decides AlterUserScramCredentials (KIP-554; the stored and server keys are derived here, the
+  salted password is never persisted) and answers DescribeUserScramCredentials and the
+  listener's credential query from its folded state;
 * re-evaluates time-based retention every ``log.retention.check.interval.ms`` (Kafka's default
   300000 ms) and tells subscribers (:class:`SubscribeFrontiers`) whenever a since moves;
 * starts children on demand by ``(kind, name)`` (:class:`ChildLookup`) from a registry of class

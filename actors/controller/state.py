@@ -16,7 +16,11 @@ and :mod:`actors.controller.frontiers` (Materialize's storage collections):
 * hold commands of holders named ``share:<group>`` are applied only for topics with the Shoal
   extension ``share.groups.hold.retention=true`` (otherwise ignored: Kafka never lets readers hold
   retention); releases are always applied, also those inside an ignored command (a hold moved
-  after the topic opted out is released, not kept).
+  after the topic opted out is released, not kept);
+* SCRAM credentials (KIP-554) are decided by :mod:`actors.controller.scram`
+  (:class:`~actors.controller.scram.AlterUserScramCredentials` → ``UserScramCredentialSet`` /
+  ``UserScramCredentialRemoved``, ``Decision.reply`` the per-user results) and folded into
+  ``ControllerState.scram``.
 """
 
 from __future__ import annotations

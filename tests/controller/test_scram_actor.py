@@ -82,3 +82,13 @@ def test_rejected_alteration_appends_nothing(asys, sqlite_url):
         ("x", "UNSUPPORTED_SASL_MECHANISM"),
     ]
     assert open_event_log(sqlite_url).stream_version(STREAM_ID) == version
+
+
+def test_a_logged_alter_message_shows_no_salted_password():
+    """Thespian and the controller log messages with ``%r`` (dead letters, poison, handler
+    failures): the salted password and salt are not in the request's repr."""
+    u = _upsert("alice")
+    text = repr(M.AlterUserScramCredentialsRequest((), (u,)))
+    assert "alice" in text and "4096" in text
+    assert repr(u.salted_password) not in text and u.salted_password.hex() not in text and repr(u.salt) not in text
+    assert "stored_key" not in repr(sc.ScramCredential(b"s" * 16, b"k" * 32, b"v" * 32, 4096))
