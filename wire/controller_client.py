@@ -25,6 +25,16 @@ import time
 import uuid
 from typing import Any, Mapping, Sequence
 
+from actors.controller.messages import (
+    AlterUserScramCredentialsReply,
+    AlterUserScramCredentialsRequest,
+    DescribeUserScramCredentialsReply,
+    DescribeUserScramCredentialsRequest,
+    ScramCredentialsReply,
+    ScramCredentialsRequest,
+)
+from actors.controller.scram import AlterResult, ScramCredential
+from actors.messages import Failure
 from wire.backend import ConfigEntry, TopicInfo, TopicSpec
 from wire.gateway import ActorTimeout
 
@@ -79,7 +89,7 @@ class ControllerClient:
         self._groups_seen: set[str] = set()
         # SCRAM credential cache: (user, mechanism) -> ScramCredential, loaded at _scram_loaded_at
         self._scram_lock = threading.Lock()
-        self._scram: dict[tuple[str, str], Any] = {}
+        self._scram: dict[tuple[str, str], ScramCredential] = {}
         self._scram_loaded_at: float | None = None
         self._scram_refresh_s = float(cfg.get("shoal.wire.scram.refresh.ms", "1000")) / 1000
 
@@ -245,9 +255,6 @@ class ControllerClient:
         """AlterUserScramCredentialsRequest → one ``AlterResult`` per user (a controller
         ``Failure`` or a not-ready controller gives each named user that error). Drops the
         credential cache afterwards, so the change is in force for the next authentication."""
-        from actors.controller.messages import AlterUserScramCredentialsRequest
-        from actors.controller.scram import AlterResult
-
         users = list(dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions]))
         try:
             r = self.ask(AlterUserScramCredentialsRequest(tuple(deletions), tuple(upsertions)))
@@ -255,35 +262,35 @@ class ControllerClient:
             return [AlterResult(u, "COORDINATOR_LOAD_IN_PROGRESS", str(exc)) for u in users]
         finally:
             self.invalidate_scram_credentials()
-        if type(r).__name__ == "Failure":
+        if isinstance(r, AlterUserScramCredentialsReply):
+            return list(r.results)
+        if isinstance(r, Failure):
             return [AlterResult(u, r.error, r.message) for u in users]
-        return list(r.results)
+        return [AlterResult(u, "UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}") for u in users]
 
     def describe_user_scram_credentials(self, users: Sequence[str] | None) -> tuple[str | None, str | None, list[Any]]:
         """DescribeUserScramCredentialsRequest → ``(error, message, [DescribeResult])`` (fresh
         from the controller, not from the cache)."""
-        from actors.controller.messages import DescribeUserScramCredentialsRequest
-
         try:
             r = self.ask(DescribeUserScramCredentialsRequest(None if users is None else tuple(users)))
         except ActorTimeout as exc:
             return "COORDINATOR_LOAD_IN_PROGRESS", str(exc), []
-        if type(r).__name__ == "Failure":
+        if isinstance(r, DescribeUserScramCredentialsReply):
+            return None, None, list(r.results)
+        if isinstance(r, Failure):
             return r.error, r.message, []
-        return None, None, list(r.results)
+        return "UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}", []
 
     def invalidate_scram_credentials(self) -> None:
         """Forget the cached credentials: the next :meth:`scram_credential` asks the controller."""
         with self._scram_lock:
             self._scram_loaded_at = None
 
-    def scram_credential(self, user: str, mechanism: str) -> Any:
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
         """``user``'s ``ScramCredential`` for ``mechanism`` or ``None``, from the cache, which is
         reloaded (one ask for the whole table, one thread at a time) when it was dropped or is
         older than ``shoal.wire.scram.refresh.ms``. A controller that cannot answer gives
         ``None`` (authentication fails closed) and is asked again on the next lookup."""
-        from actors.controller.messages import ScramCredentialsRequest
-
         with self._scram_lock:
             loaded = self._scram_loaded_at
             if loaded is None or time.monotonic() - loaded >= self._scram_refresh_s:
@@ -292,7 +299,7 @@ class ControllerClient:
                 except ActorTimeout:
                     log.warning("SCRAM credential lookup: the controller did not answer")
                     return None
-                if type(r).__name__ != "ScramCredentialsReply":
+                if not isinstance(r, ScramCredentialsReply):
                     log.warning("SCRAM credential lookup failed: %r", r)
                     return None
                 self._scram = {(u, m): c for u, m, c in r.credentials}
