@@ -480,11 +480,12 @@ class SaslServerSession:
         """Mark the exchange complete at ``now_ms``; returns the session lifetime (ms, 0 = none)."""
         assert self.mechanism is not None
         self.principal = "User:" + str(self._server.username)
+        lifetime = max(0, int(self.config.reauth_ms.get(self.mechanism, 0)))
+        self.session_expiry_ms = now_ms + lifetime if lifetime > 0 else None
+        log.info("SASL %s of %s with %s complete; session lifetime %d ms", "re-authentication" if self._reauth_from else "authentication", self.principal, self.mechanism, lifetime)
         self._server = None
         self._reauth_from = None
         self.state = _COMPLETE
-        lifetime = max(0, int(self.config.reauth_ms.get(self.mechanism, 0)))
-        self.session_expiry_ms = now_ms + lifetime if lifetime > 0 else None
         return lifetime
 
     def _after_authentication(self, frame: bytes, api_key: int, api_version: int, correlation_id: int, now_ms: int) -> SaslStep:

@@ -180,3 +180,38 @@ def test_ssl_without_a_client_certificate_is_refused(secured):
     conf = {k: v for k, v in _conf("SSL", ports, pki).items() if k not in ("ssl.certificate.location", "ssl.key.location")}
     err = _first_error(conf)
     assert err is not None and err.code() in (KafkaError._SSL, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN), err
+
+
+def test_librdkafka_reauthenticates_before_the_session_expires(daemon_factory, tmp_path):
+    """KIP-368: with ``connections.max.reauth.ms`` the broker tells the client its session lifetime
+    (SaslAuthenticate v1+); librdkafka re-authenticates on the same connection before it ends, and
+    a producer running for several lifetimes keeps every record acknowledged."""
+    from confluent_kafka import Producer
+
+    port, sasl_port = free_port(), free_port()
+    d = daemon_factory(
+        port=port,
+        listeners=f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        **{
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.connections.max.reauth.ms": "1500",
+            "shoal.sasl.scram.credentials.file": str(_scram_file(tmp_path / "scram.json")),  # TEST-ONLY
+            "shoal.log.level": "INFO",
+        },
+    )
+    create_topic(d.bootstrap, "reauth", 1)
+    acked, errors = [], []
+    p = Producer({
+        "bootstrap.servers": f"127.0.0.1:{sasl_port}", "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "bob", "sasl.password": USERS["bob"], "linger.ms": 5, "error_cb": errors.append,
+    })
+    deadline = time.monotonic() + 6
+    i = 0
+    while time.monotonic() < deadline:
+        p.produce("reauth", value=b"r%d" % i, partition=0, on_delivery=lambda err, msg: acked.append(err is None))
+        i += 1
+        p.poll(0.05)
+    assert p.flush(30) == 0
+    assert acked and all(acked) and len(acked) == i, errors
+    log = d.log_tail(200_000)
+    assert "SASL re-authentication of User:bob with SCRAM-SHA-256 complete" in log, log[-3000:]
