@@ -283,7 +283,8 @@ class _Scram:
         self.complete = False
         self.username: str | None = None
 
-    def _auth_fn(self, username: str) -> tuple[bytes, bytes, bytes, int] | None:
+    def _auth_fn(self, sasl_name: str) -> tuple[bytes, bytes, bytes, int] | None:
+        username = sasl_name.replace("=2C", ",").replace("=3D", "=")  # RFC 5802 saslname (Kafka ScramFormatter.username)
         cred = self._lookup(username, self._mechanism)
         if cred is None or int(cred.iterations) < SCRAM_MIN_ITERATIONS:
             return None

@@ -371,3 +371,50 @@ def test_parse_jaas():
     for bad in ("a.B required x=1", "a.B sometimes x=1;", "a.B required x;", ""):
         with pytest.raises(ConfigError):
             parse_jaas(bad)
+
+
+def test_api_versions_of_an_unsupported_version_may_be_retried_before_the_handshake():
+    """KIP-511: the client retries ApiVersions at a version the broker named; Kafka's
+    authenticator stays in HANDSHAKE_OR_VERSIONS_REQUEST after an UNSUPPORTED_VERSION answer."""
+    s = session()
+    too_new = bytearray(api_versions(1))
+    too_new[2:4] = (99).to_bytes(2, "big")  # api_version 99: answered by the dispatcher's fallback
+    assert s.receive(bytes(too_new), 0).forward
+    assert s.receive(api_versions(2), 0).forward  # the retry is still allowed
+    assert s.receive(api_versions(3), 0).close  # a third is not
+
+
+def test_scram_credentials_file(tmp_path):
+    import base64
+    import json
+
+    from wire.sasl import load_scram_credentials_file
+
+    salt, stored, server, it = ScramMechanism("SCRAM-SHA-512").make_auth_info("pw", iteration_count=4096)
+    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+    p = tmp_path / "scram.json"
+    p.write_text(json.dumps({"SCRAM-SHA-512": {"carol": {"salt": b64(salt), "stored_key": b64(stored), "server_key": b64(server), "iterations": it}}}))
+    lk = load_scram_credentials_file(str(p))
+    assert lk("carol", "SCRAM-SHA-512") == StoredScramCredential(salt, stored, server, 4096)
+    assert lk("carol", "SCRAM-SHA-256") is None and lk("dave", "SCRAM-SHA-512") is None
+    cfg = sasl_config({"sasl.enabled.mechanisms": "SCRAM-SHA-512"}, "L", lk)
+    assert int(resp(scram_login(SaslServerSession(cfg, SUPPORTED), "SCRAM-SHA-512", "carol", "pw"), 36, 2).error_code) == 0
+    p.write_text("{not json")
+    with pytest.raises(ConfigError):
+        load_scram_credentials_file(str(p))
+    with pytest.raises(ConfigError):
+        load_scram_credentials_file(str(tmp_path / "missing.json"))
+
+
+def test_scram_user_names_with_comma_and_equals_are_unescaped():
+    salt, stored, server, it = ScramMechanism("SCRAM-SHA-256").make_auth_info("pw", iteration_count=4096)
+    seen = []
+
+    def lk(user, mech):
+        seen.append(user)
+        return StoredScramCredential(salt, stored, server, it) if user == "a,b=c" else None
+
+    cfg = sasl_config({"sasl.enabled.mechanisms": "SCRAM-SHA-256"}, "L", lk)
+    s = SaslServerSession(cfg, SUPPORTED)
+    assert int(resp(scram_login(s, "SCRAM-SHA-256", "a,b=c", "pw"), 36, 2).error_code) == 0
+    assert seen == ["a,b=c"] and s.principal == "User:a,b=c"
