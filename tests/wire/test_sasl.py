@@ -418,3 +418,24 @@ def test_scram_user_names_with_comma_and_equals_are_unescaped():
     s = SaslServerSession(cfg, SUPPORTED)
     assert int(resp(scram_login(s, "SCRAM-SHA-256", "a,b=c", "pw"), 36, 2).error_code) == 0
     assert seen == ["a,b=c"] and s.principal == "User:a,b=c"
+
+
+_VALID = [api_versions(), handshake("PLAIN"), handshake("SCRAM-SHA-256"), authenticate(b"\0alice\0alice-secret"), metadata()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=64), st.sampled_from(_VALID), st.tuples(st.sampled_from(_VALID), st.integers(0, 40), st.binary(max_size=8))), max_size=8), st.integers(0, 10_000))
+def test_receive_never_raises_and_a_closed_session_stays_closed(frames, now):
+    """Arbitrary frames (random bytes, valid ones, valid ones with bytes overwritten) in any order:
+    ``receive`` always returns a step, and after a step that closes, every later frame closes."""
+    s = session(reauth_ms=1000)
+    closed = False
+    for f in frames:
+        if isinstance(f, tuple):
+            base, at, junk = f
+            f = base[:at] + junk + base[at + len(junk):]
+        step = s.receive(f, now)
+        assert step.close or step.forward or step.response is not None
+        if closed:
+            assert step.close
+        closed = closed or step.close
