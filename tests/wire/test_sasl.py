@@ -9,9 +9,11 @@ from __future__ import annotations
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.index import load_request_schema
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.metadata.v12.request import MetadataRequest
-from kio.index import load_request_schema
 from scramp import ScramClient, ScramMechanism
 
 from config import ConfigError
