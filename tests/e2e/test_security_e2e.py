@@ -23,7 +23,7 @@ from tests.certs import make_pki
 from tests.e2e.conftest import _Factory, free_port
 from tests.e2e.helpers import create_topic, produce, set_group_config
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 JAAS = (
     'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
