@@ -38,6 +38,18 @@ BROKER_DEFAULTS: dict[str, str] = {
     "socket.request.max.bytes": "104857600",
     "remote.log.storage.system.enable": "true",
     "remote.log.metadata.topic.num.partitions": "50",
+    # -- transport: listeners, TLS, SASL (Kafka's keys and defaults; wire/listeners.py, wire/tls.py, wire/sasl.py).
+    # Per listener, any of these may be given as listener.name.<lower-case name>.<key>.
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+    "ssl.client.auth": "none",
+    "ssl.protocol": "TLSv1.3",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.keystore.type": "JKS",  # Kafka's default; Shoal reads PEM only (set ssl.keystore.type=PEM)
+    "ssl.truststore.type": "JKS",  # likewise: ssl.truststore.type=PEM
+    "sasl.enabled.mechanisms": "GSSAPI",  # Kafka's default; Shoal offers PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+    "connections.max.reauth.ms": "0",
+    "sasl.server.max.receive.size": "524288",
+    "shoal.ssl.handshake.timeout.ms": "10000",  # Shoal's: a TLS handshake slower than this closes its connection
     # scram (KIP-554): the listener's SCRAM credential cache is reloaded when older than this (ms);
     # a change made through this node applies at once, one made through another node within this
     "shoal.wire.scram.refresh.ms": "1000",

@@ -18,6 +18,7 @@ from kio.static.primitive import i8, i16, i32
 
 from wire.backend import Backend, TopicSpec
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.listeners import endpoint_for
 from wire.protocol import DecodedRequest
 
 __all__ = [
@@ -74,13 +75,15 @@ def topic_metadata(cls: type, backend: Backend, info: Any) -> Any:
     return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id, is_internal=info.internal, partitions=parts)
 
 
-def metadata(req: DecodedRequest, backend: Backend, auto_create: bool) -> Any:
+def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener: str | None = None) -> Any:
     """Metadata: this broker, and the requested topics (all when ``topics`` is null). Unknown
     names give UNKNOWN_TOPIC_OR_PARTITION unless ``allow_auto_topic_creation`` and the broker's
-    ``auto.create.topics.enable`` (then the topic is created with broker defaults)."""
+    ``auto.create.topics.enable`` (then the topic is created with broker defaults). The broker's
+    endpoint is the advertised one of ``listener``, the listener the request arrived on."""
     cls = response_class(3, req.api_version)
     body = req.body
-    broker = nested(cls, "MetadataResponseBroker", node_id=i32(backend.node_id), host=backend.host, port=i32(backend.port), rack=None)
+    host, port = endpoint_for(backend, listener)
+    broker = nested(cls, "MetadataResponseBroker", node_id=i32(backend.node_id), host=host, port=i32(port), rack=None)
     if body.topics is None:
         infos = backend.topics()
         topics = tuple(topic_metadata(cls, backend, t) for t in infos)
@@ -124,17 +127,19 @@ import uuid as _uuid  # noqa: E402
 _ZERO_UUID = _uuid.UUID(int=0)
 
 
-def find_coordinator(req: DecodedRequest, backend: Backend) -> Any:
+def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None = None) -> Any:
     """FindCoordinator (v4+: batched ``coordinator_keys``; v0-3: one ``key``). Group (0) and share
-    (2, key ``group:topicId:partition``) keys resolve to this node; transaction keys (1) give
-    COORDINATOR_NOT_AVAILABLE (no transactions in Shoal)."""
+    (2, key ``group:topicId:partition``) keys resolve to this node (its endpoint on ``listener``,
+    the listener the request arrived on); transaction keys (1) give COORDINATOR_NOT_AVAILABLE
+    (no transactions in Shoal)."""
     cls = response_class(10, req.api_version)
     body = req.body
     key_type = int(body.key_type)
     ok = key_type in (COORDINATOR_GROUP, COORDINATOR_SHARE)
     err = ErrorCode.none if ok else ErrorCode.coordinator_not_available
     msg = None if ok else "transactions are not supported"
-    node, host, port = (i32(backend.node_id), backend.host, i32(backend.port)) if ok else (i32(-1), "", i32(-1))
+    ep_host, ep_port = endpoint_for(backend, listener)
+    node, host, port = (i32(backend.node_id), ep_host, i32(ep_port)) if ok else (i32(-1), "", i32(-1))
     if req.api_version >= 4:
         coords = tuple(nested(cls, "Coordinator", key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg) for k in body.coordinator_keys)
         return build(cls, throttle_time=NO_THROTTLE, coordinators=coords)

@@ -30,7 +30,8 @@ from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
-from wire.server import KafkaListener, parse_listener
+from wire.listeners import ListenerSpec, advertised_endpoints, listener_config, listener_prefix, parse_listeners
+from wire.server import KafkaListener
 
 __all__ = ["Daemon", "ShoalBackend", "STATUS_FILE"]
 
@@ -51,6 +52,8 @@ class ShoalBackend:
         self.node_id = int(cfg.get("node.id", "1"))
         self.host = host
         self.port = port
+        #: listener name → advertised (host, port), filled once the listeners are bound (wire.listeners.endpoint_for)
+        self.endpoints: dict[str, tuple[str, int]] = {}
         self.cluster_id = cfg.get("cluster.id") or "shoal-cluster"
         self.controller = controller
         self.shares = shares
@@ -240,7 +243,8 @@ class Daemon:
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
         self.asys: Any = None
-        self.listener: KafkaListener | None = None
+        self.listener: KafkaListener | None = None  # the first of ``listeners`` (status, app.py run)
+        self.listeners: list[KafkaListener] = []
         self.backend: ShoalBackend | None = None
         self.gateway: ActorGateway | None = None
         self.logs: LogRegistry | None = None
@@ -279,12 +283,17 @@ class Daemon:
             self.logs._topic_config = controller.topic_config  # noqa: SLF001 - wiring
             shares = share_client.ShareClient(self.gateway, controller, self.logs, self.cfg, journal, self.asys)
             self._start_remote_log_manager(controller)
-            host, port = parse_listener(self.cfg["listeners"])
-            self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, host if host != "0.0.0.0" else "127.0.0.1", port)
+            specs = parse_listeners(self.cfg)
+            first = specs[0]
+            self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port)
             dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true")
             self.dispatcher = dispatcher
-            self.listener = KafkaListener(host, port, dispatcher, int(self.cfg.get("socket.request.max.bytes", "104857600"))).start()
-            self.backend.port = self.listener.port
+            for spec in specs:
+                self.listeners.append(self._listener(spec, dispatcher).start())
+            self.listener = self.listeners[0]
+            bound = {lst.name: (lst.host, lst.port) for lst in self.listeners}
+            self.backend.endpoints = advertised_endpoints(self.cfg, bound)
+            self.backend.host, self.backend.port = self.backend.endpoints[first.name]
             self.started_ms = int(time.time() * 1000)
             self._write_status_file()
             self._ticker = threading.Thread(target=self._tick, name="shoal-ticker", daemon=True)
@@ -293,6 +302,58 @@ class Daemon:
             self.stop()
             raise
         return self
+
+    def _listener(self, spec: ListenerSpec, dispatcher: Any) -> KafkaListener:
+        """One :class:`KafkaListener` for ``spec`` (not started), with its TLS context
+        (:func:`wire.tls.server_context`) and SASL config (:func:`wire.sasl.sasl_config`) built
+        from the listener's view of the config (``listener.name.<name>.`` overrides). On a
+        SASL_SSL listener only a listener-prefixed ``ssl.client.auth`` applies (Kafka
+        ``ChannelBuilders``). Raises :class:`config.ConfigError` for a bad security setup."""
+        from wire.sasl import sasl_config
+        from wire.tls import server_context
+
+        view = listener_config(self.cfg, spec.name)
+        ssl_context = None
+        if spec.security_protocol == "SSL":
+            ssl_context = server_context(view)
+        elif spec.security_protocol == "SASL_SSL":
+            ssl_context = server_context(view, client_auth=self.cfg.get(listener_prefix(spec.name) + "ssl.client.auth") or "none")
+        sasl = None
+        if spec.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            sasl = sasl_config(view, spec.name, self._scram_lookup())
+        return KafkaListener(
+            spec.bind_host,
+            spec.port,
+            dispatcher,
+            int(view.get("socket.request.max.bytes", "104857600")),
+            name=spec.name,
+            security_protocol=spec.security_protocol,
+            ssl_context=ssl_context,
+            sasl_config=sasl,
+            handshake_timeout_s=float(view.get("shoal.ssl.handshake.timeout.ms", "10000")) / 1000,
+        )
+
+    def _scram_lookup(self) -> Any:
+        """The SCRAM credential lookup ``(user, mechanism) -> credential | None`` for SASL
+        listeners: the backend's ``scram_credential`` (credentials stored as controller events,
+        KIP-554) when it has one, then the TEST-ONLY file named by
+        ``shoal.sasl.scram.credentials.file`` (salted keys made with scramp, no passwords; see
+        :func:`wire.sasl.load_scram_credentials_file`). ``None`` when neither exists."""
+        from wire.sasl import load_scram_credentials_file
+
+        backend_lookup = getattr(self.backend, "scram_credential", None)
+        path = self.cfg.get("shoal.sasl.scram.credentials.file") or ""
+        file_lookup = load_scram_credentials_file(path) if path else None
+        if backend_lookup is None and file_lookup is None:
+            return None
+
+        def lookup(user: str, mechanism: str) -> Any:
+            cred = backend_lookup(user, mechanism) if backend_lookup is not None else None
+            if cred is None and file_lookup is not None:
+                cred = file_lookup(user, mechanism)
+            return cred
+
+        return lookup
 
     def _shutdown_orphaned_actor_system(self, admin_port: int) -> bool:
         """If this data dir's status file names a dead daemon that used ``admin_port``, shut
@@ -454,7 +515,8 @@ class Daemon:
             "counts": counts,
             "updated_ms": int(time.time() * 1000),
             "pid": os.getpid(),
-            "listener": f"{self.listener.host}:{self.listener.port}",
+            "listener": self._status_listener(),
+            "listeners": {lst.name: f"{lst.security_protocol}://{lst.host}:{lst.port}" for lst in self.listeners},
             "admin_port": int(self.cfg["shoal.actor.system.admin.port"]),
             "event_log": self.cfg["event.log.url"],
             "started_ms": self.started_ms,
@@ -462,6 +524,15 @@ class Daemon:
         tmp = self.data_dir / (STATUS_FILE + ".tmp")
         tmp.write_text(json.dumps(info))
         tmp.replace(self.data_dir / STATUS_FILE)
+
+    def _status_listener(self) -> str:
+        """``host:port`` that ``app.py status`` probes with a plain ApiVersions: the first
+        PLAINTEXT or SASL_PLAINTEXT listener (ApiVersions is allowed before SASL authentication),
+        else the first listener."""
+        probe = next((lst for lst in self.listeners if lst.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT")), self.listener)
+        assert probe is not None
+        host = probe.host if probe.host not in ("", "0.0.0.0") else "127.0.0.1"
+        return f"{host}:{probe.port}"
 
     def request_stop(self) -> None:
         """Ask :meth:`wait` to return (safe from a signal handler)."""
@@ -477,9 +548,9 @@ class Daemon:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        if self.listener is not None:
+        for lst in self.listeners:
             try:
-                self.listener.stop()
+                lst.stop()
             except Exception:  # pragma: no cover
                 log.exception("listener stop")
         rlm = getattr(self, "rlm", None)

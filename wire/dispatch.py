@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import admin, records, scram, share
+from wire import admin, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response
 from wire.server import Connection, Dispatcher
@@ -48,6 +48,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     78: (1, 1),  # ShareFetch
     79: (1, 1),  # ShareAcknowledge
     90: (0, 0),  # DescribeShareGroupOffsets
+    # -- transport: SASL (answered by wire.sasl.SaslServerSession on SASL listeners while
+    #    authenticating; what reaches the dispatcher gets ILLEGAL_SASL_STATE as in KafkaApis)
+    17: (0, 1),  # SaslHandshake (v1: KIP-152 SaslAuthenticate framing)
+    36: (0, 2),  # SaslAuthenticate (v1: session_lifetime_ms, KIP-368)
 }
 
 API_NAMES = {
@@ -70,6 +74,9 @@ API_NAMES = {
     78: "ShareFetch",
     79: "ShareAcknowledge",
     90: "DescribeShareGroupOffsets",
+    # -- transport
+    17: "SaslHandshake",
+    36: "SaslAuthenticate",
 }
 
 
@@ -90,8 +97,8 @@ class KafkaDispatcher(Dispatcher):
             0: lambda r, c: records.produce(r, backend),
             1: lambda r, c: records.fetch(r, backend),
             2: lambda r, c: records.list_offsets(r, backend),
-            3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics),
-            10: lambda r, c: admin.find_coordinator(r, backend),
+            3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics, getattr(c, "listener", None)),
+            10: lambda r, c: admin.find_coordinator(r, backend, getattr(c, "listener", None)),
             16: lambda r, c: admin.list_groups(r, backend),
             18: lambda r, c: admin.api_versions(r, self.supported),
             19: lambda r, c: admin.create_topics(r, backend),
@@ -106,6 +113,9 @@ class KafkaDispatcher(Dispatcher):
             78: lambda r, c: share.share_fetch(r, backend, c),
             79: lambda r, c: share.share_acknowledge(r, backend, c),
             90: lambda r, c: share.describe_offsets(r, backend),
+            # -- transport
+            17: lambda r, c: sasl.handshake_after_authentication(r),
+            36: lambda r, c: sasl.authenticate_after_authentication(r),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:
