@@ -334,26 +334,10 @@ class Daemon:
         )
 
     def _scram_lookup(self) -> Any:
-        """The SCRAM credential lookup ``(user, mechanism) -> credential | None`` for SASL
-        listeners: the backend's ``scram_credential`` (credentials stored as controller events,
-        KIP-554) when it has one, then the TEST-ONLY file named by
-        ``shoal.sasl.scram.credentials.file`` (salted keys made with scramp, no passwords; see
-        :func:`wire.sasl.load_scram_credentials_file`). ``None`` when neither exists."""
-        from wire.sasl import load_scram_credentials_file
-
-        backend_lookup = getattr(self.backend, "scram_credential", None)
-        path = self.cfg.get("shoal.sasl.scram.credentials.file") or ""
-        file_lookup = load_scram_credentials_file(path) if path else None
-        if backend_lookup is None and file_lookup is None:
-            return None
-
-        def lookup(user: str, mechanism: str) -> Any:
-            cred = backend_lookup(user, mechanism) if backend_lookup is not None else None
-            if cred is None and file_lookup is not None:
-                cred = file_lookup(user, mechanism)
-            return cred
-
-        return lookup
+        """The SCRAM credential lookup ``(user, mechanism) -> ScramCredential | None`` for SASL
+        listeners: the backend's ``scram_credential`` (credentials stored as controller events by
+        AlterUserScramCredentials, KIP-554; cached, see :class:`wire.controller_client.ControllerClient`)."""
+        return self.backend.scram_credential
 
     def _shutdown_orphaned_actor_system(self, admin_port: int) -> bool:
         """If this data dir's status file names a dead daemon that used ``admin_port``, shut

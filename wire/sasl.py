@@ -523,39 +523,3 @@ def authenticate_after_authentication(req: Any) -> Any:
         auth_bytes=b"",
         session_lifetime=datetime.timedelta(0),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class StoredScramCredential:
-    """An RFC 5802 stored credential (salt, StoredKey, ServerKey, iteration count)."""
-
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
-def load_scram_credentials_file(path: str) -> ScramLookup:
-    """TEST-ONLY credential source (``shoal.sasl.scram.credentials.file``) until SCRAM
-    credentials are managed through AlterUserScramCredentials: a JSON file
-    ``{"SCRAM-SHA-512": {"alice": {"salt": b64, "stored_key": b64, "server_key": b64,
-    "iterations": 4096}}}`` (salted keys as ``scramp.ScramMechanism.make_auth_info`` makes them;
-    no passwords). Returns a ``lookup(user, mechanism)``. Raises ``OSError``/``ValueError``
-    (as :class:`ConfigError`) for an unreadable or malformed file."""
-    import base64
-    import json
-
-    try:
-        raw = json.loads(open(path, encoding="utf-8").read())
-        creds = {
-            (mech, user): StoredScramCredential(base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]), base64.b64decode(c["server_key"]), int(c["iterations"]))
-            for mech, users in raw.items()
-            for user, c in users.items()
-        }
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ConfigError(f"shoal.sasl.scram.credentials.file {path}: {exc}") from None
-
-    def lookup(user: str, mechanism: str) -> StoredScramCredential | None:
-        return creds.get((mechanism, user))
-
-    return lookup

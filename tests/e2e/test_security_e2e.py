@@ -3,25 +3,19 @@ and SASL_SSL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) listeners, configured with Ka
 confluent-kafka Producers and ShareConsumers over each; wrong passwords and missing client
 certificates are refused the way librdkafka reports them. Certificates are generated here.
 
-SCRAM credentials: until AlterUserScramCredentials (KIP-554) is merged, the daemon reads them from
-the TEST-ONLY ``shoal.sasl.scram.credentials.file`` (salted keys made with scramp, no passwords).
-After the merge, the lead switches :func:`_scram_file` to
-``AdminClient.alter_user_scram_credentials`` over the PLAINTEXT listener.
+SCRAM credentials are created as users do, with ``AdminClient.alter_user_scram_credentials``
+(KIP-554) over the PLAINTEXT listener.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import time
-from pathlib import Path
 
 import pytest
-from scramp import ScramMechanism
 
 from tests.certs import make_pki
 from tests.e2e.conftest import _Factory, free_port
-from tests.e2e.helpers import create_topic, produce, set_group_config
+from tests.e2e.helpers import create_topic, produce, set_group_config, upsert_scram_credentials
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -30,19 +24,6 @@ JAAS = (
     'user_admin="admin-secret" user_alice="alice-secret";'
 )
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
-
-
-def _scram_file(path: Path) -> Path:
-    """TEST-ONLY: SCRAM credentials for ``USERS`` in the file format of
-    ``wire.sasl.load_scram_credentials_file``."""
-    out: dict[str, dict[str, dict]] = {}
-    for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-        for user, pw in USERS.items():
-            salt, stored, server, it = ScramMechanism(mech).make_auth_info(pw, iteration_count=4096)
-            b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
-            out.setdefault(mech, {})[user] = {"salt": b64(salt), "stored_key": b64(stored), "server_key": b64(server), "iterations": it}
-    path.write_text(json.dumps(out))
-    return path
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +43,12 @@ def secured(tmp_path_factory):
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
-        "shoal.sasl.scram.credentials.file": str(_scram_file(base / "scram.json")),  # TEST-ONLY (see module doc)
         "group.share.heartbeat.interval.ms": "1000",
         "group.share.min.heartbeat.interval.ms": "1000",
     }
     f = _Factory(base)
     d = f(port=ports["PLAINTEXT"], **overrides)
+    upsert_scram_credentials(d.bootstrap, USERS)
     yield d, ports, pki
     f.close()
 
@@ -195,10 +176,10 @@ def test_librdkafka_reauthenticates_before_the_session_expires(daemon_factory, t
         **{
             "sasl.enabled.mechanisms": "SCRAM-SHA-256",
             "listener.name.sasl_plaintext.connections.max.reauth.ms": "1500",
-            "shoal.sasl.scram.credentials.file": str(_scram_file(tmp_path / "scram.json")),  # TEST-ONLY
             "shoal.log.level": "INFO",
         },
     )
+    upsert_scram_credentials(d.bootstrap, {"bob": USERS["bob"]}, ("SCRAM-SHA-256",))
     create_topic(d.bootstrap, "reauth", 1)
     acked, errors = [], []
     p = Producer({

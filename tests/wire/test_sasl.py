@@ -19,7 +19,8 @@ from scramp import ScramClient, ScramMechanism
 from config import ConfigError
 from wire.dispatch import SUPPORTED
 from wire.protocol import decode_response, encode_request, request_header
-from wire.sasl import SaslConfig, SaslServerSession, StoredScramCredential, parse_jaas, sasl_config
+from actors.controller.scram import ScramCredential
+from wire.sasl import SaslConfig, SaslServerSession, parse_jaas, sasl_config
 
 PLAIN_JAAS = (
     'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
@@ -27,12 +28,12 @@ PLAIN_JAAS = (
 )
 
 
-def _creds() -> dict[tuple[str, str], StoredScramCredential]:
+def _creds() -> dict[tuple[str, str], ScramCredential]:
     out = {}
     for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
         for user, pw in (("alice", "alice-secret"), ("bob", "bob-secret")):
             salt, stored, server, it = ScramMechanism(mech).make_auth_info(pw, iteration_count=4096)
-            out[(mech, user)] = StoredScramCredential(salt, stored, server, it)
+            out[(mech, user)] = ScramCredential(salt, stored, server, it)
     return out
 
 
@@ -187,7 +188,7 @@ def test_scram_credential_of_the_other_mechanism_does_not_authenticate():
 
 def test_scram_credential_below_4096_iterations_is_refused():
     salt, stored, server, _ = ScramMechanism("SCRAM-SHA-256").make_auth_info("pw", iteration_count=4096)
-    weak = StoredScramCredential(salt, stored, server, 1024)
+    weak = ScramCredential(salt, stored, server, 1024)
     cfg = sasl_config({"sasl.enabled.mechanisms": "SCRAM-SHA-256"}, "L", lambda u, m: weak)
     step = scram_login(SaslServerSession(cfg, SUPPORTED), "SCRAM-SHA-256", "u", "pw")
     assert int(resp(step, 36, 2).error_code) == 58
@@ -386,35 +387,13 @@ def test_api_versions_of_an_unsupported_version_may_be_retried_before_the_handsh
     assert s.receive(api_versions(3), 0).close  # a third is not
 
 
-def test_scram_credentials_file(tmp_path):
-    import base64
-    import json
-
-    from wire.sasl import load_scram_credentials_file
-
-    salt, stored, server, it = ScramMechanism("SCRAM-SHA-512").make_auth_info("pw", iteration_count=4096)
-    b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
-    p = tmp_path / "scram.json"
-    p.write_text(json.dumps({"SCRAM-SHA-512": {"carol": {"salt": b64(salt), "stored_key": b64(stored), "server_key": b64(server), "iterations": it}}}))
-    lk = load_scram_credentials_file(str(p))
-    assert lk("carol", "SCRAM-SHA-512") == StoredScramCredential(salt, stored, server, 4096)
-    assert lk("carol", "SCRAM-SHA-256") is None and lk("dave", "SCRAM-SHA-512") is None
-    cfg = sasl_config({"sasl.enabled.mechanisms": "SCRAM-SHA-512"}, "L", lk)
-    assert int(resp(scram_login(SaslServerSession(cfg, SUPPORTED), "SCRAM-SHA-512", "carol", "pw"), 36, 2).error_code) == 0
-    p.write_text("{not json")
-    with pytest.raises(ConfigError):
-        load_scram_credentials_file(str(p))
-    with pytest.raises(ConfigError):
-        load_scram_credentials_file(str(tmp_path / "missing.json"))
-
-
 def test_scram_user_names_with_comma_and_equals_are_unescaped():
     salt, stored, server, it = ScramMechanism("SCRAM-SHA-256").make_auth_info("pw", iteration_count=4096)
     seen = []
 
     def lk(user, mech):
         seen.append(user)
-        return StoredScramCredential(salt, stored, server, it) if user == "a,b=c" else None
+        return ScramCredential(salt, stored, server, it) if user == "a,b=c" else None
 
     cfg = sasl_config({"sasl.enabled.mechanisms": "SCRAM-SHA-256"}, "L", lk)
     s = SaslServerSession(cfg, SUPPORTED)
