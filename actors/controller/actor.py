@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from datetime import timedelta
 from typing import Any, Callable
 
@@ -45,7 +46,14 @@ from actors.base import EventSourcedActor, PersistError
 from actors.controller import frontiers as fr
 from actors.controller import scram as sc
 from actors.controller import topics as tp
+from actors.controller import acls as ac
 from actors.controller.messages import (
+    AclsReply,
+    AclsRequest,
+    CreateAclsReply,
+    CreateAclsRequest,
+    DeleteAclsReply,
+    DeleteAclsRequest,
     AllocateProducerIdsReply,
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
@@ -111,7 +119,7 @@ from actors.messages import (
     StatusRequest,
 )
 from events.codec import new_event
-from events.controller import STREAM_ID, CollectionsDropRequested, SegmentInfo
+from events.controller import STREAM_ID, AclsCreated, AclsDeleted, CollectionsDropRequested, SegmentInfo
 from store.event_log import AppendRequest
 
 __all__ = ["ControllerActor"]
@@ -170,6 +178,9 @@ class ControllerActor(EventSourcedActor):
         self._poisoned = 0
         self._last_position = 0
         self._eventlog_interval = 100
+        #: names the ACL set for the listeners' caches: incarnation + ACL events applied
+        self._acl_incarnation = uuid.uuid4().hex[:12]
+        self._acl_changes = 0
 
     # -- dispatch ---------------------------------------------------------------------------
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
@@ -291,6 +302,8 @@ class ControllerActor(EventSourcedActor):
             changes: list[fr.SinceChange] = []
             for e in events:
                 changes.extend(apply(self.state, e))
+                if isinstance(e, (AclsCreated, AclsDeleted)):
+                    self._acl_changes += 1
             self.state.version = results[0].last_version
             self._last_position = results[0].last_position
             self._events_since_snapshot += len(events)
@@ -462,6 +475,27 @@ class ControllerActor(EventSourcedActor):
             return host or "127.0.0.1", int(port)
         except ValueError:
             return host or "127.0.0.1", 9092
+
+    # -- ACLs ----------------------------------------------------------------------------------------
+    def _acl_token(self) -> str:
+        return f"{self._acl_incarnation}:{self._acl_changes}"
+
+    def receiveMsg_CreateAclsRequest(self, msg: CreateAclsRequest, sender: Any) -> None:
+        """CreateAcls → :class:`CreateAclsReply` (``AclsCreated`` appended before the reply)."""
+        cmd = ac.CreateAcls(tuple(msg.creations))
+        self._execute(cmd, sender, lambda d, ch: CreateAclsReply(tuple(d.reply) if isinstance(d, Decision) else (), self._acl_token()))
+
+    def receiveMsg_DeleteAclsRequest(self, msg: DeleteAclsRequest, sender: Any) -> None:
+        """DeleteAcls → :class:`DeleteAclsReply` (``AclsDeleted`` appended before the reply)."""
+        cmd = ac.DeleteAcls(tuple(msg.filters))
+        self._execute(cmd, sender, lambda d, ch: DeleteAclsReply(tuple(d.reply) if isinstance(d, Decision) else (), self._acl_token()))
+
+    def receiveMsg_AclsRequest(self, msg: AclsRequest, sender: Any) -> None:
+        """The ACLs for a listener's authorizer cache → :class:`AclsReply` (``acls=None`` when the
+        asker's token is current: a cheap poll)."""
+        assert self.state is not None
+        token = self._acl_token()
+        self.send(sender, AclsReply(token, None if msg.known_token == token else tuple(self.state.acls)))
 
     # -- partitions ----------------------------------------------------------------------------------
     def receiveMsg_ElectLeadersRequest(self, msg: ElectLeadersRequest, sender: Any) -> None:

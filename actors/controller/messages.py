@@ -34,6 +34,9 @@ AlterUserScramCredentialsRequest    AlterUserScramCredentialsReply(results: tupl
 DescribeUserScramCredentialsRequest DescribeUserScramCredentialsReply(results: tuple[DescribeResult])
 ScramCredentialsRequest        ScramCredentialsReply(credentials: ((user, mechanism, ScramCredential), …))
 StatusRequest                  StatusReply(name, ready, counts)
+CreateAclsRequest              CreateAclsReply(results: tuple[AclCreateResult, ...], token)
+DeleteAclsRequest              DeleteAclsReply(results: tuple[AclDeleteResult, ...], token)
+AclsRequest                    AclsReply(token, acls: tuple[AclBinding, ...] | None)
 =============================  ===================================================================
 """
 
@@ -42,6 +45,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from actors.controller.acls import AclBinding, AclBindingFilter, AclCreateResult, AclDeleteResult
 from actors.controller.scram import AlterResult, DescribeResult, ScramCredential, ScramDeletion, ScramUpsertion
 from actors.messages import _Msg
 
@@ -52,6 +56,12 @@ __all__ = [
     "DescribeUserScramCredentialsRequest",
     "ScramCredentialsReply",
     "ScramCredentialsRequest",
+    "AclsReply",
+    "AclsRequest",
+    "CreateAclsReply",
+    "CreateAclsRequest",
+    "DeleteAclsReply",
+    "DeleteAclsRequest",
     "AllocateProducerIdsReply",
     "AllocateProducerIdsRequest",
     "AlterPartitionRequest",
@@ -554,3 +564,58 @@ class ScramCredentialsReply:
 
     version: int
     credentials: tuple[tuple[str, str, ScramCredential], ...]
+
+
+# --- ACLs (CreateAcls 30, DeleteAcls 31, DescribeAcls 29 and the listeners' authorizer cache) -----
+
+
+@dataclass(frozen=True)
+class CreateAclsRequest:
+    """CreateAcls: ``creations`` (:class:`~actors.controller.acls.AclBinding`, enums by name) in
+    request order. Reply :class:`CreateAclsReply`."""
+
+    creations: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True)
+class CreateAclsReply:
+    """Per creation :class:`~actors.controller.acls.AclCreateResult` (request order), and the ACL
+    ``token`` after the change (see :class:`AclsReply`)."""
+
+    results: tuple[AclCreateResult, ...]
+    token: str
+
+
+@dataclass(frozen=True)
+class DeleteAclsRequest:
+    """DeleteAcls: ``filters`` (:class:`~actors.controller.acls.AclBindingFilter`) in request
+    order. Reply :class:`DeleteAclsReply`."""
+
+    filters: tuple[AclBindingFilter, ...]
+
+
+@dataclass(frozen=True)
+class DeleteAclsReply:
+    """Per filter :class:`~actors.controller.acls.AclDeleteResult` (request order) and the ACL
+    ``token`` after the change."""
+
+    results: tuple[AclDeleteResult, ...]
+    token: str
+
+
+@dataclass(frozen=True)
+class AclsRequest:
+    """Ask for the current ACLs unless they are still those of ``known_token`` (a token from an
+    earlier :class:`AclsReply`; ``None`` = always send them). Reply :class:`AclsReply`."""
+
+    known_token: str | None = None
+
+
+@dataclass(frozen=True)
+class AclsReply:
+    """``token``: names the ACL set (the controller incarnation and its count of applied ACL
+    events: equal tokens, equal sets); ``acls``: every ACL (sorted), or ``None`` when the asker's
+    token is current."""
+
+    token: str
+    acls: tuple[AclBinding, ...] | None

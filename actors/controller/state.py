@@ -29,11 +29,14 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from actors.controller import acls as ac
 from actors.controller import frontiers as fr
 from actors.controller import replication as rep
 from actors.controller import scram as sc
 from actors.controller import topics as tp
 from events.controller import (
+    AclsCreated,
+    AclsDeleted,
     BrokerConfigsAltered,
     CollectionSpec,
     CollectionsCreated,
@@ -161,15 +164,20 @@ class ControllerState:
         self.next_producer_id = 0
         #: SCRAM credentials (KIP-554), :mod:`actors.controller.scram`
         self.scram = sc.ScramState()
+        #: the ACLs (CreateAcls/DeleteAcls), indexed for authorization
+        self.acls = ac.AclSet()
         self.version = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The evented state as a JSON-able dict (snapshots; equality after restart). ``scram``
         (salts and derived keys, base64; never a password) is present once a credential exists,
-        so snapshots of logs without SCRAM keep their earlier shape."""
+        ``acls`` (sorted) once an ACL exists, so snapshots of logs without them keep their
+        earlier shape."""
         d = {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict(), "next_producer_id": self.next_producer_id}
         if self.scram.credentials:
             d["scram"] = self.scram.to_dict()
+        if len(self.acls):
+            d["acls"] = self.acls.to_list()
         return d
 
     def load_dict(self, d: Mapping[str, Any], version: int) -> None:
@@ -178,6 +186,7 @@ class ControllerState:
         self.frontiers = fr.FrontierState.from_dict(d["frontiers"])
         self.next_producer_id = int(d.get("next_producer_id", 0))  # snapshots before producer ids: none handed out
         self.scram = sc.ScramState.from_dict(d.get("scram"))  # absent: no credential (or a snapshot before SCRAM)
+        self.acls = ac.AclSet.from_list(d.get("acls", ()))  # absent: no ACL (or a snapshot before ACLs)
         self.version = version
 
     def collection_topic(self, collection_id: str) -> tp.Topic | None:
@@ -294,6 +303,12 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
     if isinstance(cmd, sc.AlterUserScramCredentials):
         events, results = sc.decide_alter(state.scram, cmd)
         return Decision(events, results)
+    if isinstance(cmd, ac.CreateAcls):
+        acl_events, acl_results = ac.decide_create_acls(state.acls, cmd)
+        return Decision(list(acl_events), acl_results)
+    if isinstance(cmd, ac.DeleteAcls):
+        del_events, del_results = ac.decide_delete_acls(state.acls, cmd)
+        return Decision(list(del_events), del_results)
     if isinstance(cmd, ReconcilePolicies):
         changes = _policy_changes(state, state.topics, now_ms)
         return Decision([ReadPoliciesSet(tuple(changes), now_ms)] if changes else [], None)
@@ -447,5 +462,7 @@ def apply(state: ControllerState, event: Any) -> list[fr.SinceChange]:
         return []
     if isinstance(event, (UserScramCredentialSet, UserScramCredentialRemoved)):
         sc.evolve(state.scram, event)
+    if isinstance(event, (AclsCreated, AclsDeleted)):
+        ac.evolve(state.acls, event)
         return []
     return state.frontiers.apply(event)
