@@ -16,6 +16,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i16, i32
 
+from wire.authz import allowed
 from wire.backend import Backend, TopicSpec
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
 from wire.listeners import endpoint_for
@@ -91,15 +92,22 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener:
         wanted = [t.name for t in body.topics if t.name]
         by_id = {t.topic_id for t in body.topics if t.name is None and getattr(t, "topic_id", None)}
         known = {t.name: t for t in backend.topics()}
-        missing = [n for n in wanted if n not in known]
+        # ACLs: DESCRIBE on a named topic, else TOPIC_AUTHORIZATION_FAILED (KafkaApis); a topic
+        # auto-creation refused for want of CREATE answers the same
+        denied = {n for n in wanted if not allowed(backend, "DESCRIBE", "TOPIC", n)}
+        missing = [n for n in wanted if n not in known and n not in denied]
         if missing and auto_create and getattr(body, "allow_auto_topic_creation", True):
             created = backend.create_topics([TopicSpec(n, -1, -1) for n in missing], False)
-            for n, (_err, _msg, info) in created.items():
+            for n, (err, _msg, info) in created.items():
                 if info is not None:
                     known[n] = info
+                elif err == "TOPIC_AUTHORIZATION_FAILED":
+                    denied.add(n)
         out = []
         for n in wanted:
-            if n in known:
+            if n in denied:
+                out.append(nested(cls, "MetadataResponseTopic", error_code=ErrorCode.topic_authorization_failed, name=n, topic_id=_ZERO_UUID, partitions=()))
+            elif n in known:
                 out.append(topic_metadata(cls, backend, known[n]))
             else:
                 out.append(nested(cls, "MetadataResponseTopic", error_code=ErrorCode.unknown_topic_or_partition, name=n, topic_id=_ZERO_UUID, partitions=()))
@@ -141,9 +149,19 @@ def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None
     ep_host, ep_port = endpoint_for(backend, listener)
     node, host, port = (i32(backend.node_id), ep_host, i32(ep_port)) if ok else (i32(-1), "", i32(-1))
     if req.api_version >= 4:
-        coords = tuple(nested(cls, "Coordinator", key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg) for k in body.coordinator_keys)
+        coords = tuple(_coordinator(cls, backend, key_type, k, node, host, port, err, msg) for k in body.coordinator_keys)
         return build(cls, throttle_time=NO_THROTTLE, coordinators=coords)
+    if key_type == COORDINATOR_GROUP and not allowed(backend, "DESCRIBE", "GROUP", body.key):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed, error_message=None, node_id=i32(-1), host="", port=i32(-1))
     return build(cls, throttle_time=NO_THROTTLE, error_code=err, error_message=msg, node_id=node, host=host, port=port)
+
+
+def _coordinator(cls: type, backend: Backend, key_type: int, key: str, node: Any, host: str, port: Any, err: ErrorCode, msg: str | None) -> Any:
+    """One ``Coordinator`` of a v4+ answer; a GROUP key needs DESCRIBE on the group (ACLs), else
+    GROUP_AUTHORIZATION_FAILED (KafkaApis ``handleFindCoordinatorRequest``)."""
+    if key_type == COORDINATOR_GROUP and not allowed(backend, "DESCRIBE", "GROUP", key):
+        return nested(cls, "Coordinator", key=key, node_id=i32(-1), host="", port=i32(-1), error_code=ErrorCode.group_authorization_failed, error_message=None)
+    return nested(cls, "Coordinator", key=key, node_id=node, host=host, port=port, error_code=err, error_message=msg)
 
 
 def create_topics(req: DecodedRequest, backend: Backend) -> Any:

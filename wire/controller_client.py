@@ -341,3 +341,36 @@ class ControllerClient:
         except Exception:  # pragma: no cover - the log is optional for listing
             log.debug("listing share-group streams failed", exc_info=True)
         return [(g, "share", "Stable" if g in self._children else "Empty") for g in sorted(groups)]
+
+    # ------------------------------------------------------------------ ACLs (CreateAcls/DeleteAcls/DescribeAcls, authorizer cache)
+    def create_acls(self, creations: Sequence[Any]) -> tuple[list[Any], str | None]:
+        """CreateAclsRequest → ``(per creation AclCreateResult, ACL token)``; on a controller
+        ``Failure`` every creation gets its error and the token is ``None``."""
+        from actors.controller.acls import AclCreateResult
+        from actors.controller.messages import CreateAclsReply, CreateAclsRequest
+
+        r = self.ask(CreateAclsRequest(tuple(creations)))
+        if not isinstance(r, CreateAclsReply):
+            return [AclCreateResult(getattr(r, "error", "UNKNOWN_SERVER_ERROR"), getattr(r, "message", None)) for _ in creations], None
+        return list(r.results), r.token
+
+    def delete_acls(self, filters: Sequence[Any]) -> tuple[list[Any], str | None]:
+        """DeleteAclsRequest → ``(per filter AclDeleteResult, ACL token)`` (as :meth:`create_acls`)."""
+        from actors.controller.acls import AclDeleteResult
+        from actors.controller.messages import DeleteAclsReply, DeleteAclsRequest
+
+        r = self.ask(DeleteAclsRequest(tuple(filters)))
+        if not isinstance(r, DeleteAclsReply):
+            return [AclDeleteResult(getattr(r, "error", "UNKNOWN_SERVER_ERROR"), getattr(r, "message", None)) for _ in filters], None
+        return list(r.results), r.token
+
+    def acls(self, known_token: str | None = None) -> tuple[str, tuple[Any, ...] | None]:
+        """AclsRequest → ``(token, every ACL or None when known_token is current)``. Raises
+        :class:`ActorTimeout` when the controller does not answer (or is recovering) and
+        ``RuntimeError`` on a ``Failure``."""
+        from actors.controller.messages import AclsReply, AclsRequest
+
+        r = self.ask(AclsRequest(known_token))
+        if not isinstance(r, AclsReply):
+            raise RuntimeError(f"AclsRequest: {r!r}")
+        return r.token, r.acls

@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from wire import controller_client, share_client
+from wire import authz, controller_client, share_client
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchResult, TopicInfo, TopicSpec
 from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
@@ -224,8 +224,8 @@ class ShoalBackend:
 
 
 class _Dispatcher(KafkaDispatcher):
-    def __init__(self, backend: ShoalBackend, gateway: ActorGateway, auto_create: bool) -> None:
-        super().__init__(backend, auto_create)
+    def __init__(self, backend: Any, gateway: ActorGateway, auto_create: bool, authorizer: Any = None) -> None:
+        super().__init__(backend, auto_create, authorizer=authorizer)
         self.gateway = gateway
 
     def connection_closed(self, conn: Any) -> None:
@@ -286,7 +286,9 @@ class Daemon:
             specs = parse_listeners(self.cfg)
             first = specs[0]
             self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port)
-            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true")
+            authorizer = authz.from_config(self.cfg, controller)  # authorizer.class.name (acls)
+            served = self.backend if authorizer is None else authz.AuthorizingBackend(self.backend, authorizer)
+            dispatcher = _Dispatcher(served, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
             self.dispatcher = dispatcher
             for spec in specs:
                 self.listeners.append(self._listener(spec, dispatcher).start())

@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import admin, records, sasl, scram, share
+from wire import acls, admin, authz, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response
 from wire.server import Connection, Dispatcher
@@ -52,6 +52,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     #    authenticating; what reaches the dispatcher gets ILLEGAL_SASL_STATE as in KafkaApis)
     17: (0, 1),  # SaslHandshake (v1: KIP-152 SaslAuthenticate framing)
     36: (0, 2),  # SaslAuthenticate (v1: session_lifetime_ms, KIP-368)
+    # ACLs (acls): Kafka 4 serves v1-3 (KIP-896 removed v0)
+    29: (1, 3),  # DescribeAcls
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
 }
 
 API_NAMES = {
@@ -77,6 +81,9 @@ API_NAMES = {
     # -- transport
     17: "SaslHandshake",
     36: "SaslAuthenticate",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
 }
 
 
@@ -84,11 +91,15 @@ class KafkaDispatcher(Dispatcher):
     """Routes decoded requests to the handler modules with a :class:`Backend`.
 
     ``auto_create_topics``: Kafka's ``auto.create.topics.enable`` (Metadata may create topics).
+    ``authorizer``: a :class:`wire.authz.Authorizer` (``authorizer.class.name`` set) or ``None``;
+    when set, ``backend`` should be a :class:`wire.authz.AuthorizingBackend` over it and each
+    request's connection is bound for its checks (:func:`wire.authz.bind`).
     ``stats`` counts requests per api key and ``seconds`` sums their handling time (s, long polls
     included) per api key (both read by ``status``)."""
 
-    def __init__(self, backend: Backend, auto_create_topics: bool = True, supported: dict[int, tuple[int, int]] | None = None) -> None:
+    def __init__(self, backend: Backend, auto_create_topics: bool = True, supported: dict[int, tuple[int, int]] | None = None, authorizer: "authz.Authorizer | None" = None) -> None:
         self.backend = backend
+        self.authorizer = authorizer
         self.auto_create_topics = auto_create_topics
         self.supported = dict(SUPPORTED if supported is None else supported)
         self.stats: dict[int, int] = {}
@@ -116,6 +127,10 @@ class KafkaDispatcher(Dispatcher):
             # -- transport
             17: lambda r, c: sasl.handshake_after_authentication(r),
             36: lambda r, c: sasl.authenticate_after_authentication(r),
+            # ACLs (acls)
+            29: lambda r, c: acls.describe_acls(r, self.authorizer),
+            30: lambda r, c: acls.create_acls(r, self.authorizer),
+            31: lambda r, c: acls.delete_acls(r, self.authorizer),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:
@@ -123,6 +138,8 @@ class KafkaDispatcher(Dispatcher):
         key = request.api_key
         self.stats[key] = self.stats.get(key, 0) + 1
         t0 = time.perf_counter()
+        if self.authorizer is not None:
+            authz.bind(conn)
         try:
             return self._handlers[key](request, conn)
         finally:
