@@ -53,6 +53,12 @@ BROKER_DEFAULTS: dict[str, str] = {
     # scram (KIP-554): the listener's SCRAM credential cache is reloaded when older than this (ms);
     # a change made through this node applies at once, one made through another node within this
     "shoal.wire.scram.refresh.ms": "1000",
+    # ACLs (acls): Kafka's keys and defaults; authorizer.class.name empty = no authorizer,
+    # org.apache.kafka.metadata.authorizer.StandardAuthorizer (any non-empty value) = ACLs enforced
+    "authorizer.class.name": "",
+    "super.users": "",
+    "allow.everyone.if.no.acl.found": "false",
+    "shoal.authorizer.refresh.ms": "1000",  # listener ACL cache re-validation bound (wire/authz.py)
 }
 
 
