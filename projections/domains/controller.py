@@ -27,6 +27,8 @@ reused; hold counts never go negative; ``collection:`` holds are the model's own
 
 * ``controller_scram_credentials``: per user and mechanism, the last credential event decides
   (set: the row with its iterations; removed: no row). No salt, key or password.
+* ``controller_acls``: an ACL is present when its last event is an ``AclsCreated`` (the decider
+  creates only absent ACLs and deletes only present ones, so the last event decides).
 
 The frontiers table shows the policy as its canonical JSON text (what the events carry) and the
 dependencies as rows of ``controller_dependencies`` (an ordered list cannot be joined into one
@@ -139,6 +141,25 @@ SCRAM_CREDENTIALS = SnapshotTable(
 )
 
 
+#: ACLs (CreateAcls/DeleteAcls): one row per ACL, every column of the binding, enums by Kafka name
+ACLS = SnapshotTable(
+    "controller_acls",
+    pa.schema(
+        [
+            ("stream_id", pa.string()),
+            ("resource_type", pa.string()),
+            ("resource_name", pa.string()),
+            ("pattern_type", pa.string()),
+            ("principal", pa.string()),
+            ("host", pa.string()),
+            ("operation", pa.string()),
+            ("permission", pa.string()),
+        ]
+    ),
+    ("stream_id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission"),
+)
+
+
 def to_rows(stream_id: str, st) -> dict:
     """Snapshot rows of one folded ``ControllerState``."""
     from actors.controller.frontiers import policy_to_json
@@ -194,6 +215,7 @@ def to_rows(stream_id: str, st) -> dict:
         SCRAM_CREDENTIALS.name: [
             {"stream_id": stream_id, "user": u, "mechanism": m, "iterations": c.iterations} for (u, m), c in st.scram.credentials.items()
         ],
+        ACLS.name: [{"stream_id": stream_id, **row} for row in st.acls.to_list()],
     }
 
 
@@ -486,6 +508,24 @@ GROUP BY d.stream_id, d.value, d.collection_id, s.since
 """
 
 
+_ACL_COLUMNS = "resource_type, resource_name, pattern_type, principal, host, operation, permission"
+
+# An ACL is present when its last event names it as created (the decider never creates a present
+# ACL nor deletes an absent one).
+_ACLS_SQL = f"""
+SELECT stream_id, {_ACL_COLUMNS}
+FROM (
+  SELECT u.*, row_number() OVER (PARTITION BY stream_id, {_ACL_COLUMNS} ORDER BY position DESC) AS rn
+  FROM (
+    SELECT stream_id, position, {_ACL_COLUMNS}, 1 AS live FROM ev_controller_AclsCreated__acls
+    UNION ALL
+    SELECT stream_id, position, {_ACL_COLUMNS}, 0 AS live FROM ev_controller_AclsDeleted__acls
+  ) u
+) x
+WHERE rn = 1 AND live = 1
+"""
+
+
 def build() -> DomainProjection:
     """The controller projection; raises :class:`DomainNotAvailable` if its code is missing."""
     try:
@@ -510,7 +550,7 @@ def build() -> DomainProjection:
     return DomainProjection(
         name="controller",
         event_types=event_types,
-        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS, SCRAM_CREDENTIALS),
+        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS, SCRAM_CREDENTIALS, ACLS),
         initial=lambda _sid: cs.ControllerState(),
         evolve=cs.evolve,
         to_rows=to_rows,
@@ -525,10 +565,11 @@ def build() -> DomainProjection:
             HOLDS.name: _HOLDS_SQL,
             PRODUCER_IDS.name: _PRODUCER_IDS_SQL,
             SCRAM_CREDENTIALS.name: _SCRAM_CREDENTIALS_SQL,
+            ACLS.name: _ACLS_SQL,
         },
         decode_state=decode_state,
         encode_state=lambda st: json.dumps(st.to_dict(), separators=(",", ":")).encode(),
-        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds, SCRAM credentials",
+        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds, SCRAM credentials, ACLs",
     )
 
 
