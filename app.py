@@ -4,7 +4,7 @@
                            share-group and RLMM children), remote log manager, Kafka listener
 ``python app.py status``   readiness and counts of a running daemon
 ``python app.py replay``   rebuild state snapshots from the event log (python | duckdb | spark), --verify
-``python app.py audit``    the history of one record (``audit record``) or remote segment (``audit segment``)
+``python app.py audit``    the history of one record (``audit record``) or remote segment (``audit segment``); the ACLs in force at a time (``audit acls --at``)
 """
 
 from __future__ import annotations

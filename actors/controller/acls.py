@@ -185,15 +185,22 @@ class AclSet:
     """The current ACLs, indexed for :meth:`authorize`: per resource type, LITERAL bindings by
     name (the wildcard ``"*"`` among them) and PREFIXED bindings by prefix, with the set of
     prefix lengths present so that a lookup costs one dict probe per distinct prefix length.
-    Mutated only by :func:`evolve` (events); ``len`` counts ACLs; iteration is in sorted order."""
+    Mutated only by :func:`evolve` (events); ``len`` counts ACLs; iteration is in sorted order.
+    :meth:`matching_resource` memoizes its answer per resource (at most :data:`MEMO_SIZE`
+    resources; cleared by every change), so a listener asking about the same topics and groups
+    again pays one dict probe."""
 
-    __slots__ = ("_all", "_literal", "_prefixed", "_prefix_lengths")
+    __slots__ = ("_all", "_literal", "_prefixed", "_prefix_lengths", "_memo")
+
+    #: resources whose matching ACLs are memoized at a time (the memo is cleared when full)
+    MEMO_SIZE = 10_000
 
     def __init__(self, acls: Iterable[AclBinding] = ()) -> None:
         self._all: set[AclBinding] = set()
         self._literal: dict[tuple[str, str], list[AclBinding]] = {}
         self._prefixed: dict[tuple[str, str], list[AclBinding]] = {}
         self._prefix_lengths: dict[str, dict[int, int]] = {}
+        self._memo: dict[tuple[str, str], tuple[AclBinding, ...]] = {}
         for b in acls:
             self.add(b)
 
@@ -210,6 +217,7 @@ class AclSet:
         """Add ``b``; returns False if it was already present."""
         if b in self._all:
             return False
+        self._memo.clear()
         self._all.add(b)
         key = (b.resource_type, b.resource_name)
         if b.pattern_type == "PREFIXED":
@@ -224,6 +232,7 @@ class AclSet:
         """Remove ``b``; returns False if it was absent."""
         if b not in self._all:
             return False
+        self._memo.clear()
         self._all.discard(b)
         key = (b.resource_type, b.resource_name)
         index = self._prefixed if b.pattern_type == "PREFIXED" else self._literal
@@ -239,9 +248,19 @@ class AclSet:
                 del lengths[n]
         return True
 
-    def matching_resource(self, resource_type: str, name: str) -> list[AclBinding]:
+    def matching_resource(self, resource_type: str, name: str) -> tuple[AclBinding, ...]:
         """Every ACL whose pattern covers resource ``(resource_type, name)``: LITERAL ``name``,
         LITERAL ``"*"``, PREFIXED prefixes of ``name`` (the set ``findAclRule`` scans)."""
+        key = (resource_type, name)
+        found = self._memo.get(key)
+        if found is None:
+            found = tuple(self._scan(resource_type, name))
+            if len(self._memo) >= self.MEMO_SIZE:
+                self._memo.clear()
+            self._memo[key] = found
+        return found
+
+    def _scan(self, resource_type: str, name: str) -> list[AclBinding]:
         out = list(self._literal.get((resource_type, name), ()))
         if name != WILDCARD:
             out.extend(self._literal.get((resource_type, WILDCARD), ()))

@@ -245,6 +245,14 @@ def test_index_stays_consistent_under_adds_and_removes(ops):
         else:
             assert s.remove(b) == (b in ref)
             ref.discard(b)
+        # the memoized lookup follows every change
+        covering = {
+            x
+            for x in ref
+            if x.resource_type == b.resource_type
+            and ((x.pattern_type == "LITERAL" and x.resource_name in (b.resource_name, "*")) or (x.pattern_type == "PREFIXED" and b.resource_name.startswith(x.resource_name)))
+        }
+        assert set(s.matching_resource(b.resource_type, b.resource_name)) == covering
     assert list(s) == sorted(ref)
     for b in ref:
         assert b in s.matching_resource(b.resource_type, b.resource_name if b.resource_name != "*" else "zz") or b.pattern_type == "PREFIXED" and b.resource_name == "*"
