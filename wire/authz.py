@@ -33,6 +33,7 @@ from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
 from actors.controller.acls import CLUSTER_NAME, AclSet, parse_super_users
+from actors.controller.scram import AlterResult
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchPartition, ShareFetchResult, TopicInfo, TopicSpec
 
 __all__ = ["ANONYMOUS", "Authorizer", "AuthorizingBackend", "allowed", "bind", "from_config"]
@@ -213,6 +214,10 @@ class AuthorizingBackend:
     share_group_describe          DESCRIBE group → GROUP_AUTHORIZATION_FAILED
     share_group_offsets           DESCRIBE group → GROUP_AUTHORIZATION_FAILED; DESCRIBE topic →
                                   per partition TOPIC_AUTHORIZATION_FAILED
+    describe_user_scram_          DESCRIBE cluster → CLUSTER_AUTHORIZATION_FAILED (the response)
+    credentials (50)
+    alter_user_scram_             ALTER cluster → CLUSTER_AUTHORIZATION_FAILED for every user
+    credentials (51)
     ============================  =============================================================
     """
 
@@ -372,3 +377,19 @@ class AuthorizingBackend:
             else:
                 out.append((tname, tid, [(p, -1, "TOPIC_AUTHORIZATION_FAILED") for p, _so, _e in parts]))
         return err, msg, out
+
+    # -- SCRAM credentials (KIP-554) ----------------------------------------------------------
+    def describe_user_scram_credentials(self, users):
+        """DESCRIBE on the cluster, else the whole response is CLUSTER_AUTHORIZATION_FAILED
+        (``KafkaApis.handleDescribeUserScramCredentialsRequest``)."""
+        if not self._ok("DESCRIBE", "CLUSTER", CLUSTER_NAME):
+            return "CLUSTER_AUTHORIZATION_FAILED", "Cluster authorization failed.", []
+        return self.inner.describe_user_scram_credentials(users)
+
+    def alter_user_scram_credentials(self, deletions, upsertions):
+        """ALTER on the cluster, else every user named gets CLUSTER_AUTHORIZATION_FAILED and
+        nothing is changed (``KafkaApis.handleAlterUserScramCredentialsRequest``)."""
+        if not self._ok("ALTER", "CLUSTER", CLUSTER_NAME):
+            users = dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions])
+            return [AlterResult(u, "CLUSTER_AUTHORIZATION_FAILED", "Cluster authorization failed.") for u in users]
+        return self.inner.alter_user_scram_credentials(deletions, upsertions)

@@ -290,3 +290,27 @@ def test_delete_acls_handler_reports_matches():
     m = r.filter_results[0].matching_acls
     assert r.filter_results[0].error_code == ErrorCode.none and [(x.resource_name, x.principal) for x in m] == [("t", "User:alice")]
     assert len(ctl.set) == 0 and not a.authorize("User:alice", "h", "READ", "TOPIC", "t")
+
+
+def test_scram_credential_apis_need_the_cluster():
+    from actors.controller.scram import ScramDeletion, ScramUpsertion
+
+    class Inner(FakeBackend):
+        def describe_user_scram_credentials(self, users):
+            return None, None, ["described"]
+
+        def alter_user_scram_credentials(self, deletions, upsertions):
+            return ["altered"]
+
+    inner = Inner()
+    a, _, _ = make([allow("CLUSTER", "kafka-cluster", "DESCRIBE")])
+    b = AuthorizingBackend(inner, a)
+    assert b.describe_user_scram_credentials(None) == (None, None, ["described"])
+    out = b.alter_user_scram_credentials([ScramDeletion("alice", 1)], [ScramUpsertion("bob", 2, 4096, b"s", b"p"), ScramUpsertion("alice", 2, 4096, b"s", b"p")])
+    assert [(r.user, r.error) for r in out] == [("alice", "CLUSTER_AUTHORIZATION_FAILED"), ("bob", "CLUSTER_AUTHORIZATION_FAILED")]
+    a2, _, _ = make([allow("CLUSTER", "kafka-cluster", "ALTER")])  # ALTER implies DESCRIBE
+    b2 = AuthorizingBackend(inner, a2)
+    assert b2.alter_user_scram_credentials([], []) == ["altered"]
+    assert b2.describe_user_scram_credentials(None)[2] == ["described"]
+    a3, _, _ = make([allow("TOPIC", "t", "ALL")])
+    assert AuthorizingBackend(inner, a3).describe_user_scram_credentials(None)[0] == "CLUSTER_AUTHORIZATION_FAILED"
