@@ -462,6 +462,7 @@ def apply(state: ControllerState, event: Any) -> list[fr.SinceChange]:
         return []
     if isinstance(event, (UserScramCredentialSet, UserScramCredentialRemoved)):
         sc.evolve(state.scram, event)
+        return []
     if isinstance(event, (AclsCreated, AclsDeleted)):
         ac.evolve(state.acls, event)
         return []

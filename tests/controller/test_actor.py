@@ -16,6 +16,7 @@ from actors.controller import messages as M
 from actors.controller import scram as sc
 from actors.controller import state as S
 from actors.controller import topics as tp
+from actors.controller.acls import AclBinding, AclBindingFilter, AclCreateResult, AclDeleteResult
 from actors.controller.actor import ControllerActor
 from actors.journal import JournalActor
 from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
@@ -405,6 +406,13 @@ def _samples():
         M.DescribeUserScramCredentialsReply((sc.DescribeResult("u", infos=(sc.CredentialInfo(1, 4096),)),)),
         M.ScramCredentialsRequest(),
         M.ScramCredentialsReply(3, (("u", "SCRAM-SHA-256", sc.ScramCredential(b"s", b"k1", b"k2", 4096)),)),
+        # ACLs
+        M.CreateAclsRequest((AclBinding("TOPIC", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),
+        M.CreateAclsReply((AclCreateResult(), AclCreateResult("INVALID_REQUEST", "m")), "x:1"),
+        M.DeleteAclsRequest((AclBindingFilter(),)),
+        M.DeleteAclsReply((AclDeleteResult(None, None, (AclBinding("TOPIC", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),), "x:2"),
+        M.AclsRequest("x:1"),
+        M.AclsReply("x:2", None),
     ]
 
 

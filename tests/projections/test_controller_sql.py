@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.controller import frontiers as fr
+from actors.controller import acls as ac
 from actors.controller import scram as sc
 from actors.controller import state as S
 from actors.controller import topics as tp
@@ -85,6 +86,12 @@ _op = st.one_of(
     st.tuples(st.just("scram"), st.lists(st.tuples(st.sampled_from(["upsert", "upsert", "delete"]), st.sampled_from(["u1", "u2", "u3"]),
                                                    st.sampled_from([1, 2, 2, 3]), st.sampled_from([4096, 8192, 100])), min_size=1, max_size=3)),
     st.tuples(st.just("scram_delete"), _small),  # an existing credential
+    # ACLs: CreateAcls of a few bindings (some invalid, some present) or, one time in two when ACLs
+    # exist, DeleteAcls by a MATCH filter on an existing ACL's resource (one kind of op, so the
+    # other kinds keep their share of the examples)
+    st.tuples(st.just("acl"), st.lists(st.tuples(st.sampled_from(["TOPIC", "GROUP", "ANY"]), st.sampled_from(["a", "ab", "*"]),
+                                                 st.sampled_from(["LITERAL", "PREFIXED"]), st.sampled_from(["READ", "ALL"]),
+                                                 st.sampled_from(["ALLOW", "DENY"])), min_size=1, max_size=3), _small),
 )
 
 
@@ -207,6 +214,12 @@ def _command(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
     if kind == "scram_delete":
         key = _pick(cs.scram.credentials, op[1])
         return sc.AlterUserScramCredentials((sc.ScramDeletion(key[0], sc.MECHANISM_TYPES[key[1]]),)) if key else None
+    if kind == "acl":
+        present = sorted(cs.acls)
+        if present and op[2] % 2 == 0:
+            b = present[op[2] % len(present)]
+            return ac.DeleteAcls((ac.AclBindingFilter(b.resource_type, b.resource_name, "MATCH"),))
+        return ac.CreateAcls(tuple(ac.AclBinding(rt, name, pt, "User:u", "*", opn, perm) for rt, name, pt, opn, perm in op[1]))
     raise AssertionError(kind)
 
 
