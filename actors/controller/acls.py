@@ -31,7 +31,7 @@ Everything here is plain Python: no clock, no I/O, no actors.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Iterator
 
 from events.controller import AclBinding, AclsCreated, AclsDeleted
 

@@ -4,12 +4,10 @@ InitProducerId), and the ACL API handlers (29/30/31) on kio requests, without an
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-import pytest
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i8, i32
+from kio.static.primitive import i8
 
 from actors.controller import acls as ac
 from actors.controller.acls import AclBinding, AclSet
