@@ -12,9 +12,10 @@
   fetches the set before the response leaves), and otherwise re-validated at most every
   ``shoal.authorizer.refresh.ms`` (default 1000) by one cheap ask (the controller answers "unchanged"
   when the token is current). Bound: an ACL change made through another node is enforced here at
-  most ``shoal.authorizer.refresh.ms`` plus one controller round trip after it was committed. A
-  refresh that fails keeps the last set (the controller is recovering); before the first load
-  every request is denied (fail closed).
+  most ``shoal.authorizer.refresh.ms`` plus one controller round trip after it was committed,
+  while the controller answers. A refresh that fails keeps the last set (the controller is
+  recovering) and is retried after the interval; before the first load every request is denied
+  (fail closed) and every request retries the load.
 * :class:`AuthorizingBackend` wraps the :class:`~wire.backend.Backend` the handlers use and checks
   each call as Kafka's ``KafkaApis``/``AuthHelper`` does (table in its docstring). The principal
   and host are those of the connection the current thread serves (:func:`bind`, called by the
@@ -90,6 +91,8 @@ class Authorizer:
             token, acls = self._source(self._token)
         except Exception as exc:  # the controller is recovering or busy: keep what we have
             log.info("ACL refresh failed: %s", exc)
+            if self._acls is not None:
+                self._checked_at = self._clock()  # retry after the interval, not on every request
             return False
         if acls is not None:
             self._acls = AclSet(acls)

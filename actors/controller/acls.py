@@ -188,9 +188,10 @@ class AclSet:
     Mutated only by :func:`evolve` (events); ``len`` counts ACLs; iteration is in sorted order.
     :meth:`matching_resource` memoizes its answer per resource (at most :data:`MEMO_SIZE`
     resources; cleared by every change), so a listener asking about the same topics and groups
-    again pays one dict probe."""
+    again pays one dict probe. ``changes`` counts the effective adds and removes since this
+    object was made (not evented state: the controller names its ACL set by it)."""
 
-    __slots__ = ("_all", "_literal", "_prefixed", "_prefix_lengths", "_memo")
+    __slots__ = ("_all", "_literal", "_prefixed", "_prefix_lengths", "_memo", "changes")
 
     #: resources whose matching ACLs are memoized at a time (the memo is cleared when full)
     MEMO_SIZE = 10_000
@@ -201,6 +202,7 @@ class AclSet:
         self._prefixed: dict[tuple[str, str], list[AclBinding]] = {}
         self._prefix_lengths: dict[str, dict[int, int]] = {}
         self._memo: dict[tuple[str, str], tuple[AclBinding, ...]] = {}
+        self.changes = 0
         for b in acls:
             self.add(b)
 
@@ -218,6 +220,7 @@ class AclSet:
         if b in self._all:
             return False
         self._memo.clear()
+        self.changes += 1
         self._all.add(b)
         key = (b.resource_type, b.resource_name)
         if b.pattern_type == "PREFIXED":
@@ -233,6 +236,7 @@ class AclSet:
         if b not in self._all:
             return False
         self._memo.clear()
+        self.changes += 1
         self._all.discard(b)
         key = (b.resource_type, b.resource_name)
         index = self._prefixed if b.pattern_type == "PREFIXED" else self._literal

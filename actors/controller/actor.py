@@ -119,7 +119,7 @@ from actors.messages import (
     StatusRequest,
 )
 from events.codec import new_event
-from events.controller import STREAM_ID, AclsCreated, AclsDeleted, CollectionsDropRequested, SegmentInfo
+from events.controller import STREAM_ID, CollectionsDropRequested, SegmentInfo
 from store.event_log import AppendRequest
 
 __all__ = ["ControllerActor"]
@@ -178,9 +178,8 @@ class ControllerActor(EventSourcedActor):
         self._poisoned = 0
         self._last_position = 0
         self._eventlog_interval = 100
-        #: names the ACL set for the listeners' caches: incarnation + ACL events applied
+        #: with ``state.acls.changes``, names the ACL set for the listeners' caches
         self._acl_incarnation = uuid.uuid4().hex[:12]
-        self._acl_changes = 0
 
     # -- dispatch ---------------------------------------------------------------------------
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
@@ -302,8 +301,6 @@ class ControllerActor(EventSourcedActor):
             changes: list[fr.SinceChange] = []
             for e in events:
                 changes.extend(apply(self.state, e))
-                if isinstance(e, (AclsCreated, AclsDeleted)):
-                    self._acl_changes += 1
             self.state.version = results[0].last_version
             self._last_position = results[0].last_position
             self._events_since_snapshot += len(events)
@@ -478,7 +475,10 @@ class ControllerActor(EventSourcedActor):
 
     # -- ACLs ----------------------------------------------------------------------------------------
     def _acl_token(self) -> str:
-        return f"{self._acl_incarnation}:{self._acl_changes}"
+        """Names the current ACL set: this incarnation and the changes its AclSet has seen (every
+        applied AclsCreated/AclsDeleted, whichever path applied it, moves it)."""
+        assert self.state is not None
+        return f"{self._acl_incarnation}:{id(self.state.acls)}:{self.state.acls.changes}"
 
     def receiveMsg_CreateAclsRequest(self, msg: CreateAclsRequest, sender: Any) -> None:
         """CreateAcls → :class:`CreateAclsReply` (``AclsCreated`` appended before the reply)."""

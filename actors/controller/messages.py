@@ -613,8 +613,8 @@ class AclsRequest:
 
 @dataclass(frozen=True)
 class AclsReply:
-    """``token``: names the ACL set (the controller incarnation and its count of applied ACL
-    events: equal tokens, equal sets); ``acls``: every ACL (sorted), or ``None`` when the asker's
+    """``token``: names the ACL set (the controller incarnation and the changes applied to its
+    ACL set: equal tokens, equal sets); ``acls``: every ACL (sorted), or ``None`` when the asker's
     token is current."""
 
     token: str

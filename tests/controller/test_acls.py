@@ -256,3 +256,13 @@ def test_index_stays_consistent_under_adds_and_removes(ops):
     assert list(s) == sorted(ref)
     for b in ref:
         assert b in s.matching_resource(b.resource_type, b.resource_name if b.resource_name != "*" else "zz") or b.pattern_type == "PREFIXED" and b.resource_name == "*"
+
+
+def test_changes_count_only_effective_adds_and_removes():
+    s = AclSet()
+    s.add(acl())
+    s.add(acl())
+    s.remove(acl(op="WRITE"))
+    assert s.changes == 1
+    s.remove(acl())
+    assert s.changes == 2

@@ -113,6 +113,12 @@ def test_unchanged_token_does_not_rebuild_and_failures_keep_the_last_set():
     ctl.fail = True
     clock.t = 10
     assert a.check("READ", "TOPIC", "t")  # kept
+    asks = ctl.asks
+    clock.t = 10.5
+    assert a.check("READ", "TOPIC", "t") and ctl.asks == asks  # the failed refresh is retried after the interval
+    clock.t = 11
+    a.check("READ", "TOPIC", "t")
+    assert ctl.asks == asks + 1
 
 
 def test_fail_closed_before_the_first_load_except_super_users():
