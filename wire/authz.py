@@ -36,13 +36,12 @@ from typing import Any, Callable, Mapping, Sequence
 from actors.controller.acls import CLUSTER_NAME, AclSet, parse_super_users
 from actors.controller.scram import AlterResult
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchPartition, ShareFetchResult, TopicInfo, TopicSpec
+from wire.server import ANONYMOUS
 
 __all__ = ["ANONYMOUS", "Authorizer", "AuthorizingBackend", "allowed", "bind", "from_config"]
 
 log = logging.getLogger("shoal.wire.authz")
 
-#: Kafka's ``KafkaPrincipal.ANONYMOUS`` as text: the principal of a PLAINTEXT or SSL-without-client-auth connection
-ANONYMOUS = "User:ANONYMOUS"
 
 _current = threading.local()
 
