@@ -4,7 +4,8 @@ authorizer, and enforcement on a PLAINTEXT listener, where every client is ``Use
 the ACLs are created while ANONYMOUS is a super user, then the daemon restarts without super
 users (the ACLs come back from the event log) and they decide: a denied WRITE gives the Producer
 TOPIC_AUTHORIZATION_FAILED, a group without READ gives the ShareConsumer
-GROUP_AUTHORIZATION_FAILED, the allowed topic and group work."""
+GROUP_AUTHORIZATION_FAILED, the allowed topic and group work; and the SASL variant: User:alice
+allowed, User:bob refused."""
 
 from __future__ import annotations
 
@@ -21,8 +22,10 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tests.e2e.conftest import free_port
 from tests.e2e.helpers import admin, create_topic, set_group_config
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ANON = "User:ANONYMOUS"
 
@@ -76,8 +79,8 @@ def test_acl_apis_without_an_authorizer_answer_security_disabled(daemon_factory)
     assert exc.value.args[0].code() == KafkaError.SECURITY_DISABLED
 
 
-def _produce(bootstrap: str, topic: str, n: int) -> tuple[int, list]:
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 15000, "linger.ms": 5})
+def _produce(bootstrap: str, topic: str, n: int, **conf: str) -> tuple[int, list]:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 15000, "linger.ms": 5, **conf})
     ok, errors = [0], []
 
     def cb(err, _msg):
@@ -92,11 +95,11 @@ def _produce(bootstrap: str, topic: str, n: int) -> tuple[int, list]:
     return ok[0], errors
 
 
-def _share_consume(bootstrap: str, group: str, topic: str, want: int, timeout_s: float) -> tuple[int, list]:
+def _share_consume(bootstrap: str, group: str, topic: str, want: int, timeout_s: float, **conf: str) -> tuple[int, list]:
     from confluent_kafka import ShareConsumer
 
     errors: list = []
-    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "error_cb": lambda e: errors.append(e.code())})
+    c = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, "error_cb": lambda e: errors.append(e.code()), **conf})
     c.subscribe([topic])
     got = 0
     deadline = time.monotonic() + timeout_s
@@ -141,7 +144,7 @@ def test_acls_are_enforced_for_producer_and_share_consumer(daemon_factory):
     assert all(e is None for e in _create(d.bootstrap, acls).values())
     d.stop()
     # the same node without super users: only the ACLs (read back from the event log) decide
-    d2 = daemon_factory(data_dir=d.data_dir, port=d.port, **overrides)
+    d2 = daemon_factory(data_dir=d.data_dir, **overrides)
 
     ok, errors = _produce(d2.bootstrap, "open", 5)
     assert (ok, errors) == (5, [])
@@ -156,3 +159,49 @@ def test_acls_are_enforced_for_producer_and_share_consumer(daemon_factory):
     # and without ALTER on the cluster, ANONYMOUS may no longer change ACLs
     res = _create(d2.bootstrap, [allow(ResourceType.TOPIC, "secret", AclOperation.WRITE)])
     assert list(res.values()) == [KafkaError.CLUSTER_AUTHORIZATION_FAILED]
+
+
+JAAS = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret" '
+    'user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";'
+)
+
+
+def test_sasl_principals_alice_allowed_bob_refused(daemon_factory):
+    """Over SASL_PLAINTEXT (PLAIN) the principal is the user: ACLs for User:alice let her produce
+    and share-consume; User:bob, with no ACL, gets TOPIC_AUTHORIZATION_FAILED and
+    GROUP_AUTHORIZATION_FAILED. The PLAINTEXT listener's ANONYMOUS is the super user that
+    manages the ACLs."""
+    port, sasl_port = free_port(), free_port()
+    d = daemon_factory(
+        port=port,
+        **{
+            "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "authorizer.class.name": STANDARD,
+            "super.users": ANON,
+            "group.share.heartbeat.interval.ms": "1000",
+            "group.share.min.heartbeat.interval.ms": "1000",
+        },
+    )
+    create_topic(d.bootstrap, "orders", 1)
+    set_group_config(d.bootstrap, "alice-workers", "share.auto.offset.reset", "earliest")
+    alice_acls = [
+        AclBinding(ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:alice", "*", op, AclPermissionType.ALLOW)
+        for op in (AclOperation.WRITE, AclOperation.READ)
+    ] + [AclBinding(ResourceType.GROUP, "alice-", ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.READ, AclPermissionType.ALLOW)]
+    assert all(e is None for e in _create(d.bootstrap, alice_acls).values())
+
+    def conf(user: str) -> dict:
+        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": user, "sasl.password": f"{user}-secret"}
+
+    bootstrap = f"127.0.0.1:{sasl_port}"
+    ok, errors = _produce(bootstrap, "orders", 4, **conf("alice"))
+    assert (ok, errors) == (4, [])
+    ok, errors = _produce(bootstrap, "orders", 2, **conf("bob"))
+    assert ok == 0 and set(errors) == {KafkaError.TOPIC_AUTHORIZATION_FAILED}
+    got, errors = _share_consume(bootstrap, "alice-workers", "orders", 4, 60, **conf("alice"))
+    assert got == 4, errors
+    got, errors = _share_consume(bootstrap, "bob-workers", "orders", 1, 20, **conf("bob"))
+    assert got == 0 and KafkaError.GROUP_AUTHORIZATION_FAILED in errors
