@@ -26,6 +26,7 @@ from tests.e2e.conftest import free_port
 from tests.e2e.helpers import admin, create_topic, set_group_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
+
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ANON = "User:ANONYMOUS"
 
