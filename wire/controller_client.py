@@ -25,9 +25,16 @@ import time
 import uuid
 from typing import Any, Mapping, Sequence
 
+from actors.controller.acls import AclCreateResult, AclDeleteResult
 from actors.controller.messages import (
+    AclsReply,
+    AclsRequest,
     AlterUserScramCredentialsReply,
     AlterUserScramCredentialsRequest,
+    CreateAclsReply,
+    CreateAclsRequest,
+    DeleteAclsReply,
+    DeleteAclsRequest,
     DescribeUserScramCredentialsReply,
     DescribeUserScramCredentialsRequest,
     ScramCredentialsReply,
@@ -343,33 +350,36 @@ class ControllerClient:
         return [(g, "share", "Stable" if g in self._children else "Empty") for g in sorted(groups)]
 
     # ------------------------------------------------------------------ ACLs (CreateAcls/DeleteAcls/DescribeAcls, authorizer cache)
-    def create_acls(self, creations: Sequence[Any]) -> tuple[list[Any], str | None]:
-        """CreateAclsRequest → ``(per creation AclCreateResult, ACL token)``; on a controller
-        ``Failure`` every creation gets its error and the token is ``None``."""
-        from actors.controller.acls import AclCreateResult
-        from actors.controller.messages import CreateAclsReply, CreateAclsRequest
+    def create_acls(self, creations: Sequence[Any]) -> tuple[list[AclCreateResult], str | None]:
+        """CreateAclsRequest → ``(per creation AclCreateResult, ACL token)``; a controller
+        ``Failure`` (or a not-ready controller: COORDINATOR_LOAD_IN_PROGRESS) gives every creation
+        that error and the token ``None``."""
+        try:
+            r = self.ask(CreateAclsRequest(tuple(creations)))
+        except ActorTimeout as exc:
+            return [AclCreateResult("COORDINATOR_LOAD_IN_PROGRESS", str(exc)) for _ in creations], None
+        if isinstance(r, CreateAclsReply):
+            return list(r.results), r.token
+        if isinstance(r, Failure):
+            return [AclCreateResult(r.error, r.message) for _ in creations], None
+        return [AclCreateResult("UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}") for _ in creations], None
 
-        r = self.ask(CreateAclsRequest(tuple(creations)))
-        if not isinstance(r, CreateAclsReply):
-            return [AclCreateResult(getattr(r, "error", "UNKNOWN_SERVER_ERROR"), getattr(r, "message", None)) for _ in creations], None
-        return list(r.results), r.token
-
-    def delete_acls(self, filters: Sequence[Any]) -> tuple[list[Any], str | None]:
-        """DeleteAclsRequest → ``(per filter AclDeleteResult, ACL token)`` (as :meth:`create_acls`)."""
-        from actors.controller.acls import AclDeleteResult
-        from actors.controller.messages import DeleteAclsReply, DeleteAclsRequest
-
-        r = self.ask(DeleteAclsRequest(tuple(filters)))
-        if not isinstance(r, DeleteAclsReply):
-            return [AclDeleteResult(getattr(r, "error", "UNKNOWN_SERVER_ERROR"), getattr(r, "message", None)) for _ in filters], None
-        return list(r.results), r.token
+    def delete_acls(self, filters: Sequence[Any]) -> tuple[list[AclDeleteResult], str | None]:
+        """DeleteAclsRequest → ``(per filter AclDeleteResult, ACL token)`` (errors as :meth:`create_acls`)."""
+        try:
+            r = self.ask(DeleteAclsRequest(tuple(filters)))
+        except ActorTimeout as exc:
+            return [AclDeleteResult("COORDINATOR_LOAD_IN_PROGRESS", str(exc)) for _ in filters], None
+        if isinstance(r, DeleteAclsReply):
+            return list(r.results), r.token
+        if isinstance(r, Failure):
+            return [AclDeleteResult(r.error, r.message) for _ in filters], None
+        return [AclDeleteResult("UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}") for _ in filters], None
 
     def acls(self, known_token: str | None = None) -> tuple[str, tuple[Any, ...] | None]:
         """AclsRequest → ``(token, every ACL or None when known_token is current)``. Raises
         :class:`ActorTimeout` when the controller does not answer (or is recovering) and
-        ``RuntimeError`` on a ``Failure``."""
-        from actors.controller.messages import AclsReply, AclsRequest
-
+        ``RuntimeError`` on any other reply."""
         r = self.ask(AclsRequest(known_token))
         if not isinstance(r, AclsReply):
             raise RuntimeError(f"AclsRequest: {r!r}")
