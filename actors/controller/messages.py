@@ -569,7 +569,7 @@ class ScramCredentialsReply:
 # --- ACLs (CreateAcls 30, DeleteAcls 31, DescribeAcls 29 and the listeners' authorizer cache) -----
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CreateAclsRequest:
     """CreateAcls: ``creations`` (:class:`~actors.controller.acls.AclBinding`, enums by name) in
     request order. Reply :class:`CreateAclsReply`."""
@@ -577,7 +577,7 @@ class CreateAclsRequest:
     creations: tuple[AclBinding, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CreateAclsReply:
     """Per creation :class:`~actors.controller.acls.AclCreateResult` (request order), and the ACL
     ``token`` after the change (see :class:`AclsReply`)."""
@@ -586,7 +586,7 @@ class CreateAclsReply:
     token: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeleteAclsRequest:
     """DeleteAcls: ``filters`` (:class:`~actors.controller.acls.AclBindingFilter`) in request
     order. Reply :class:`DeleteAclsReply`."""
@@ -594,7 +594,7 @@ class DeleteAclsRequest:
     filters: tuple[AclBindingFilter, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DeleteAclsReply:
     """Per filter :class:`~actors.controller.acls.AclDeleteResult` (request order) and the ACL
     ``token`` after the change."""
@@ -603,7 +603,7 @@ class DeleteAclsReply:
     token: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AclsRequest:
     """Ask for the current ACLs unless they are still those of ``known_token`` (a token from an
     earlier :class:`AclsReply`; ``None`` = always send them). Reply :class:`AclsReply`."""
@@ -611,7 +611,7 @@ class AclsRequest:
     known_token: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class AclsReply:
     """``token``: names the ACL set (the controller incarnation and the changes applied to its
     ACL set: equal tokens, equal sets); ``acls``: every ACL (sorted), or ``None`` when the asker's
