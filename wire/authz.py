@@ -223,12 +223,21 @@ class AuthorizingBackend:
     ============================  =============================================================
     """
 
+    #: ``inner``'s methods that need no ACL (no resource is read or changed through them)
+    UNCHECKED = frozenset({"data_version", "wait_for_data", "status", "tiered_segments", "scram_credential"})
+
     def __init__(self, inner: Any, authorizer: Authorizer) -> None:
         self.inner = inner
         self.authorizer = authorizer
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        """``inner``'s attribute ``name``: data (``node_id``, ``host``, ``endpoints`` …) and the
+        methods in :data:`UNCHECKED`. Any other method of ``inner`` has no authorization rule here
+        and raises ``AttributeError`` (fail closed: a new backend call must get its ACL first)."""
+        value = getattr(self.inner, name)
+        if callable(value) and name not in self.UNCHECKED:
+            raise AttributeError(f"backend call {name!r} has no authorization rule (wire/authz.py AuthorizingBackend)")
+        return value
 
     def _ok(self, operation: str, resource_type: str, name: str) -> bool:
         return self.authorizer.check(operation, resource_type, name)

@@ -318,3 +318,19 @@ def test_scram_credential_apis_need_the_cluster():
     assert b2.describe_user_scram_credentials(None)[2] == ["described"]
     a3, _, _ = make([allow("TOPIC", "t", "ALL")])
     assert AuthorizingBackend(inner, a3).describe_user_scram_credentials(None)[0] == "CLUSTER_AUTHORIZATION_FAILED"
+
+
+def test_backend_calls_without_a_rule_fail_closed():
+    class Inner(FakeBackend):
+        def brand_new_call(self):
+            return "unchecked!"
+
+    b = AuthorizingBackend(Inner(), make([])[0])
+    assert b.node_id == 1 and b.cluster_id == "fake-cluster"  # data passes through
+    b.data_version()  # listed as needing no ACL
+    try:
+        b.brand_new_call()
+    except AttributeError as exc:
+        assert "no authorization rule" in str(exc)
+    else:
+        raise AssertionError("an unknown backend call went through unchecked")
