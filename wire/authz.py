@@ -198,7 +198,10 @@ class AuthorizingBackend:
     topics (Metadata, all)        DESCRIBE topic: unauthorized topics are left out
     create_topics (CreateTopics,  CREATE on the cluster, else CREATE on the topic →
     Metadata auto-create)         TOPIC_AUTHORIZATION_FAILED
-    delete_topics                 DELETE topic → TOPIC_AUTHORIZATION_FAILED
+    delete_topics                 DELETE on the cluster, else DELETE topic →
+                                  TOPIC_AUTHORIZATION_FAILED (by id: an id the connection may
+                                  not DESCRIBE answers UNKNOWN_TOPIC_ID, where Kafka says
+                                  TOPIC_AUTHORIZATION_FAILED)
     describe_configs              DESCRIBE_CONFIGS on the topic / cluster (broker) / group →
                                   TOPIC_/CLUSTER_/GROUP_AUTHORIZATION_FAILED
     alter_configs                 ALTER_CONFIGS, same resources and errors
@@ -258,8 +261,10 @@ class AuthorizingBackend:
         return out
 
     def delete_topics(self, names: Sequence[str]):
-        """DELETE on each topic; the others get TOPIC_AUTHORIZATION_FAILED."""
-        ok = [n for n in names if self._ok("DELETE", "TOPIC", n)]
+        """DELETE on the cluster, else DELETE on each topic; the others get
+        TOPIC_AUTHORIZATION_FAILED (``ControllerApis.deleteTopics``)."""
+        cluster = self._ok("DELETE", "CLUSTER", CLUSTER_NAME)
+        ok = [n for n in names if cluster or self._ok("DELETE", "TOPIC", n)]
         out = self.inner.delete_topics(ok) if ok else {}
         for n in names:
             if n not in ok:

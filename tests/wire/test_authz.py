@@ -184,9 +184,10 @@ def test_admin_checks():
     assert b.share_group_describe("other")["error"] == "GROUP_AUTHORIZATION_FAILED"
 
 
-def test_create_topics_with_cluster_create():
-    b, inner = backend_with([allow("CLUSTER", "kafka-cluster", "CREATE")])
+def test_create_and_delete_topics_with_cluster_create_and_delete():
+    b, inner = backend_with([allow("CLUSTER", "kafka-cluster", "CREATE"), allow("CLUSTER", "kafka-cluster", "DELETE")])
     assert b.create_topics([TopicSpec("new", 1, 1)], False)["new"][0] is None
+    assert b.delete_topics(["open"])["open"][0] is None
 
 
 def test_share_checks():
