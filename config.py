@@ -38,6 +38,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "socket.request.max.bytes": "104857600",
     "remote.log.storage.system.enable": "true",
     "remote.log.metadata.topic.num.partitions": "50",
+    # orphans (issue 13): the actor system stops by itself when its daemon is gone. Poll interval
+    # of the owner watchdog (actors/watchdog) in ms; 0 disables the watchdog (a restart on the
+    # same data dir still shuts an orphaned system down).
+    "shoal.actor.system.watchdog.ms": "1000",
 }
 
 
