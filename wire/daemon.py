@@ -31,7 +31,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from actors.watchdog.liveness import daemon_alive, observe_process, session_members
+from actors.watchdog.liveness import boot_id, daemon_alive, observe_process, read_cmdline, session_members
 from wire import controller_client, share_client
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchResult, TopicInfo, TopicSpec
 from wire.dispatch import API_NAMES, KafkaDispatcher
@@ -242,6 +242,8 @@ class Daemon:
         self.logs: LogRegistry | None = None
         self._ticker: threading.Thread | None = None
         self.started_ms = 0
+        #: The actor system's session id (its admin's ``setsid``), from the watchdog; 0 unknown.
+        self.actor_session = 0
 
     def start(self) -> "Daemon":
         """Start the actor system, the journal, the controller (and through it the share-group and
@@ -308,12 +310,17 @@ class Daemon:
         reply = self.asys.ask(watchdog, WatchOwner(os.getpid(), start_time, interval_ms), 30)
         if not isinstance(reply, WatchingOwner):
             raise RuntimeError(f"the actor system's watchdog did not start: {reply!r}")
+        # The admin's own session (multiprocTCPBase daemonizes it); never this process's session,
+        # which holds the daemon itself (and perhaps a shell): that one is not ours to wait for.
+        self.actor_session = reply.session if reply.session != os.getsid(0) else 0
         record = {
             "pid": os.getpid(),
             "start_time": start_time,
             "admin_port": admin_port,
-            "session": reply.session,
+            "session": self.actor_session or None,
             "watchdog_ms": interval_ms,
+            "boot_id": boot_id(),
+            "cmdline": read_cmdline(os.getpid()),
         }
         tmp = self.data_dir / (ACTOR_SYSTEM_FILE + ".tmp")
         tmp.write_text(json.dumps(record))
@@ -332,6 +339,8 @@ class Daemon:
                     "admin_port": int(info["admin_port"]),
                     "session": info.get("session"),
                     "watchdog_ms": int(info.get("watchdog_ms", 0)),
+                    "boot_id": info.get("boot_id"),
+                    "cmdline": info.get("cmdline"),
                 }
             except (OSError, ValueError, KeyError, TypeError):
                 continue
@@ -346,46 +355,50 @@ class Daemon:
         Otherwise, in this order, each step only if something is still left:
 
         1. that system's own watchdog (:mod:`actors.watchdog.actor`) shuts it down within its
-           interval: wait up to ``watchdog_ms`` plus the time a shutdown takes (5 s);
+           interval: wait up to ``watchdog_ms`` (at most 5 s) plus the time a shutdown takes (5 s);
         2. ask its admin to shut down (``ActorSystem(...).shutdown()``, as the watchdog does from
            inside), then wait until the admin port is free and no process of the recorded session
            is left, up to ``timeout_s`` seconds;
-        3. SIGKILL what is still left in that session: those processes are provably the old
-           system's (see :func:`actors.watchdog.liveness.session_members`), and a SIGKILL of
-           them loses no more than the SIGKILL of their daemon did.
+        3. SIGKILL what is still left in that session and shows the old daemon's command line:
+           those processes are provably the old system's (see
+           :func:`actors.watchdog.liveness.session_members`; a record from another boot is
+           ignored altogether), and a SIGKILL of them loses no more than the SIGKILL of their
+           daemon did.
 
         Waiting for every process, not only the admin port, matters: an old actor still running
         (an RLMM or share-group actor mid-exit) must not append to the event log while the new
         daemon recovers from it."""
         rec = self._previous_owner()
-        if rec is None:
+        if rec is None or daemon_alive(rec["pid"], rec["start_time"], observe_process(rec["pid"])):
             return
-        if daemon_alive(rec["pid"], rec["start_time"], observe_process(rec["pid"])):
-            return
+        if rec["boot_id"] and rec["boot_id"] != boot_id():
+            return  # written before a reboot: nothing of that system survived it
         port = rec["admin_port"]
-        session = rec["session"] if isinstance(rec["session"], int) else 0
+        session = rec["session"] if isinstance(rec["session"], int) and rec["session"] != os.getsid(0) else 0
+        if session:
+            # Recorded session: it alone says whether the old system is still there. If it is
+            # empty, whoever holds the admin port now is not ours and is left alone.
+            if not session_members(session):
+                return
+        elif not _port_in_use(port):  # a record without a session (older daemon): the port only
+            return
 
         def left() -> bool:
-            return _port_in_use(port) or bool(session_members(session))
+            return bool(session and session_members(session)) or _port_in_use(port)
 
-        if not left():
-            return
         log.warning("the actor system of daemon pid %d (admin port %d, session %d) outlived it: shutting it down", rec["pid"], port, session)
-        if rec["watchdog_ms"] > 0 and _wait_until(lambda: not left(), rec["watchdog_ms"] / 1000 + 5.0):
+        if rec["watchdog_ms"] > 0 and _wait_until(lambda: not left(), min(rec["watchdog_ms"] / 1000, 5.0) + 5.0):
             return
         if _port_in_use(port):
             from thespian.actors import ActorSystem
 
-            ActorSystem("multiprocTCPBase", {"Admin Port": port}).shutdown()
-        if _wait_until(lambda: not left(), timeout_s):
-            return
-        stragglers = session_members(session)
-        log.warning("actor processes %s of the orphaned system did not exit: SIGKILL", stragglers)
-        for pid in stragglers:
             try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+                ActorSystem("multiprocTCPBase", {"Admin Port": port}).shutdown()
+            except Exception:  # an admin that does not answer: wait, then step 3
+                log.exception("asking the orphaned actor system on admin port %d to shut down", port)
+        if _wait_until(lambda: not left(), timeout_s) or not session:
+            return
+        _kill_session(session, "of the orphaned actor system", rec["cmdline"])
         _wait_until(lambda: not left(), 5.0)
 
     def _rlmm_actors(self, controller: Any) -> Any:
@@ -548,7 +561,9 @@ class Daemon:
             self._stop_requested.wait(0.5)
 
     def stop(self) -> None:
-        """Stop accepting, shut the actor system down (every actor process exits), close logs."""
+        """Stop accepting, shut the actor system down and wait until every process of its session
+        has exited (up to 20 s after Thespian's own shutdown; stragglers are then SIGKILLed), close
+        the logs. Safe to call more than once."""
         if self._stopped.is_set():
             return
         self._stopped.set()
@@ -568,12 +583,31 @@ class Daemon:
         if self.asys is not None:
             try:
                 self.asys.shutdown()
-                (self.data_dir / ACTOR_SYSTEM_FILE).unlink(missing_ok=True)
             except Exception:  # pragma: no cover
                 log.exception("actor system shutdown")
+            if self.actor_session and not _wait_until(lambda: not session_members(self.actor_session), 20.0):
+                _kill_session(self.actor_session, "of this daemon's actor system", read_cmdline(os.getpid()))
+            (self.data_dir / ACTOR_SYSTEM_FILE).unlink(missing_ok=True)
         if self.logs is not None:
             self.logs.close()
         (self.data_dir / STATUS_FILE).unlink(missing_ok=True)
+
+
+def _kill_session(session: int, what: str, cmdline: str | None) -> None:
+    """SIGKILL every live process of ``session`` (see :func:`actors.watchdog.liveness.session_members`)
+    whose command line is the daemon's ``cmdline`` (Thespian forks every actor from the daemon, so
+    they all show it; a process that does not is not provably ours and is left alone; ``None``:
+    kill nothing), logging them as ``what``."""
+    if not cmdline:
+        return
+    stragglers = [pid for pid in session_members(session) if read_cmdline(pid) == cmdline]
+    if stragglers:
+        log.warning("actor processes %s %s did not exit: SIGKILL", stragglers, what)
+    for pid in stragglers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _wait_until(done: Any, timeout_s: float, interval_s: float = 0.1) -> bool:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 __all__ = [
     "DEAD_STATES",
+    "boot_id",
+    "read_cmdline",
     "ProcessObservation",
     "daemon_alive",
     "observe_process",
@@ -125,3 +127,22 @@ def session_members(session: int, proc: Path = _PROC) -> list[int]:
         if obs.session == session and obs.state not in DEAD_STATES:
             out.append(obs.pid)
     return sorted(out)
+
+
+def boot_id(proc: Path = _PROC) -> str:
+    """This boot's id (``/proc/sys/kernel/random/boot_id``; ``""`` where unknown). Pids and
+    session ids mean nothing across a reboot: a record from another boot names no live process."""
+    try:
+        return (proc / "sys" / "kernel" / "random" / "boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def read_cmdline(pid: int, proc: Path = _PROC) -> str | None:
+    """The command line of ``pid`` as one string (arguments joined by a space; ``None`` when the
+    process is gone or unreadable). A forked process keeps its parent's command line, so every
+    Thespian process of a daemon shows the daemon's own."""
+    try:
+        return (proc / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
