@@ -398,8 +398,8 @@ class Daemon:
                 log.exception("asking the orphaned actor system on admin port %d to shut down", port)
         if _wait_until(lambda: not left(), timeout_s) or not session:
             return
-        _kill_session(session, "of the orphaned actor system", rec["cmdline"])
-        _wait_until(lambda: not left(), 5.0)
+        if _kill_session(session, "of the orphaned actor system", rec["cmdline"]):
+            _wait_until(lambda: not left(), 5.0)
 
     def _rlmm_actors(self, controller: Any) -> Any:
         """One :class:`actors.rlmm.actor.RlmmPartitionActor` per metadata partition
@@ -593,13 +593,13 @@ class Daemon:
         (self.data_dir / STATUS_FILE).unlink(missing_ok=True)
 
 
-def _kill_session(session: int, what: str, cmdline: str | None) -> None:
+def _kill_session(session: int, what: str, cmdline: str | None) -> list[int]:
     """SIGKILL every live process of ``session`` (see :func:`actors.watchdog.liveness.session_members`)
     whose command line is the daemon's ``cmdline`` (Thespian forks every actor from the daemon, so
     they all show it; a process that does not is not provably ours and is left alone; ``None``:
-    kill nothing), logging them as ``what``."""
+    kill nothing), logging them as ``what``. Returns the pids it signalled."""
     if not cmdline:
-        return
+        return []
     stragglers = [pid for pid in session_members(session) if read_cmdline(pid) == cmdline]
     if stragglers:
         log.warning("actor processes %s %s did not exit: SIGKILL", stragglers, what)
@@ -608,6 +608,7 @@ def _kill_session(session: int, what: str, cmdline: str | None) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+    return stragglers
 
 
 def _wait_until(done: Any, timeout_s: float, interval_s: float = 0.1) -> bool:

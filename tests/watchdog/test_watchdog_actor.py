@@ -17,7 +17,7 @@ import pytest
 
 from actors.watchdog.actor import OwnerWatchdogActor, WatchingOwner, WatchOwner
 from actors.watchdog.liveness import observe_process, session_members
-from tests.conftest import free_port
+from tests.e2e.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
