@@ -59,6 +59,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "super.users": "",
     "allow.everyone.if.no.acl.found": "false",
     "shoal.authorizer.refresh.ms": "1000",  # listener ACL cache re-validation bound (wire/authz.py)
+    # orphans (issue 13): the actor system stops by itself when its daemon is gone. Poll interval
+    # of the owner watchdog (actors/watchdog) in ms; 0 disables the watchdog (a restart on the
+    # same data dir still shuts an orphaned system down).
+    "shoal.actor.system.watchdog.ms": "1000",
 }
 
 
