@@ -4,7 +4,7 @@
                            share-group and RLMM children), remote log manager, Kafka listener
 ``python app.py status``   readiness and counts of a running daemon
 ``python app.py replay``   rebuild state snapshots from the event log (python | duckdb | spark), --verify
-``python app.py audit``    the history of one record (``audit record``) or remote segment (``audit segment``)
+``python app.py audit``    the history of one record (``audit record``) or remote segment (``audit segment``); the ACLs in force at a time (``audit acls --at``)
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def run(
         signal.signal(sig, lambda *_: daemon.request_stop())
     daemon.start()
     assert daemon.listener is not None
-    typer.echo(f"shoal: listening on PLAINTEXT://{daemon.listener.host}:{daemon.listener.port}", err=True)
+    for lst in daemon.listeners:
+        typer.echo(f"shoal: listening on {lst.name}://{lst.host}:{lst.port} ({lst.security_protocol})", err=True)
     typer.echo(f"shoal: event log {cfg['event.log.url']}; actor system {cfg['shoal.actor.system.base']} on admin port {cfg['shoal.actor.system.admin.port']}", err=True)
     try:
         daemon.wait()

@@ -38,6 +38,31 @@ BROKER_DEFAULTS: dict[str, str] = {
     "socket.request.max.bytes": "104857600",
     "remote.log.storage.system.enable": "true",
     "remote.log.metadata.topic.num.partitions": "50",
+    # -- transport: listeners, TLS, SASL (Kafka's keys and defaults; wire/listeners.py, wire/tls.py, wire/sasl.py).
+    # Per listener, any of these may be given as listener.name.<lower-case name>.<key>.
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+    "ssl.client.auth": "none",
+    "ssl.protocol": "TLSv1.3",
+    "ssl.enabled.protocols": "TLSv1.2,TLSv1.3",
+    "ssl.keystore.type": "JKS",  # Kafka's default; Shoal reads PEM only (set ssl.keystore.type=PEM)
+    "ssl.truststore.type": "JKS",  # likewise: ssl.truststore.type=PEM
+    "sasl.enabled.mechanisms": "GSSAPI",  # Kafka's default; Shoal offers PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
+    "connections.max.reauth.ms": "0",
+    "sasl.server.max.receive.size": "524288",
+    "shoal.ssl.handshake.timeout.ms": "10000",  # Shoal's: a TLS handshake slower than this closes its connection
+    # scram (KIP-554): the listener's SCRAM credential cache is reloaded when older than this (ms);
+    # a change made through this node applies at once, one made through another node within this
+    "shoal.wire.scram.refresh.ms": "1000",
+    # ACLs (acls): Kafka's keys and defaults; authorizer.class.name empty = no authorizer,
+    # org.apache.kafka.metadata.authorizer.StandardAuthorizer (any non-empty value) = ACLs enforced
+    "authorizer.class.name": "",
+    "super.users": "",
+    "allow.everyone.if.no.acl.found": "false",
+    "shoal.authorizer.refresh.ms": "1000",  # listener ACL cache re-validation bound (wire/authz.py)
+    # orphans (issue 13): the actor system stops by itself when its daemon is gone. Poll interval
+    # of the owner watchdog (actors/watchdog) in ms; 0 disables the watchdog (a restart on the
+    # same data dir still shuts an orphaned system down).
+    "shoal.actor.system.watchdog.ms": "1000",
     # guard (issue 13): the listener process's malloc (wire/memory.py)
     "shoal.malloc.arena.max": "1",
     "shoal.malloc.trim.interval.ms": "5000",

@@ -59,7 +59,12 @@ __all__ = [
     "TopicConfigsAltered",
     "TopicCreated",
     "TopicDeleted",
+    "UserScramCredentialRemoved",
+    "UserScramCredentialSet",
     "WriteFrontiersAdvanced",
+    "AclBinding",
+    "AclsCreated",
+    "AclsDeleted",
     "STREAM_ID",
     "config_map",
     "config_values",
@@ -347,6 +352,80 @@ class CollectionsDropRequested(DomainEvent):
     disappears (since ``{}``) once every other hold on it has drained."""
 
     collection_ids: tuple[str, ...]
+
+
+
+# --- SCRAM credentials (KIP-554) -------------------------------------------------------------
+
+
+@domain_event("controller.UserScramCredentialSet")
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialSet(DomainEvent):
+    """``user``'s SCRAM credential for ``mechanism`` ("SCRAM-SHA-256" or "SCRAM-SHA-512") was
+    created or replaced (Kafka's ``UserScramCredentialRecord``, written by
+    ``ScramControlManager`` for AlterUserScramCredentials): the client's ``salt``, the derived
+    ``stored_key`` and ``server_key`` (RFC 5802) and the PBKDF2 ``iterations``. Never the
+    password, never the salted password. Bytes are base64 text in the JSON (msgspec's encoding)."""
+
+    user: str
+    mechanism: str
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+@domain_event("controller.UserScramCredentialRemoved")
+@dataclass(frozen=True, slots=True)
+class UserScramCredentialRemoved(DomainEvent):
+    """``user``'s credential for ``mechanism`` was deleted (Kafka's
+    ``RemoveUserScramCredentialRecord``); it existed when the event was decided."""
+
+    user: str
+    mechanism: str
+
+
+# --- ACLs (KIP-13 ACLs as KRaft keeps them: AccessControlEntryRecord / RemoveAccessControlEntryRecord) ---
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class AclBinding:
+    """One ACL (Kafka's ``AclBinding`` = ``ResourcePattern`` + ``AccessControlEntry``), every enum
+    by its Kafka name: ``resource_type`` TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID,
+    DELEGATION_TOKEN or USER; ``resource_name`` (``"*"`` with LITERAL = every resource of the
+    type; ``"kafka-cluster"`` for CLUSTER); ``pattern_type`` LITERAL or PREFIXED; ``principal``
+    ``"User:alice"`` (``"User:*"`` = every principal); ``host`` an IP address or ``"*"``;
+    ``operation`` (READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION,
+    DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, CREATE_TOKENS, DESCRIBE_TOKENS,
+    TWO_PHASE_COMMIT or ALL); ``permission`` ALLOW or DENY. The binding is its own identity
+    (Kafka's ``StandardAcl``: equal bindings are one ACL), so events need no ACL ids."""
+
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    principal: str
+    host: str
+    operation: str
+    permission: str
+
+
+@domain_event("controller.AclsCreated")
+@dataclass(frozen=True, slots=True)
+class AclsCreated(DomainEvent):
+    """ACLs were created by one CreateAcls request (Kafka's ``AccessControlEntryRecord`` per ACL,
+    written by ``AclControlManager.createAcls``): ``acls`` are new (none existed before), distinct,
+    in request order."""
+
+    acls: tuple[AclBinding, ...]
+
+
+@domain_event("controller.AclsDeleted")
+@dataclass(frozen=True, slots=True)
+class AclsDeleted(DomainEvent):
+    """ACLs were deleted by one DeleteAcls request (Kafka's ``RemoveAccessControlEntryRecord`` per
+    ACL, ``AclControlManager.deleteAcls``): ``acls`` existed, distinct, sorted."""
+
+    acls: tuple[AclBinding, ...]
 
 
 

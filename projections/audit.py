@@ -7,6 +7,10 @@ who acquired it and when, its delivery count, the lock deadline, releases, lock 
 acceptance, rejection or archiving (KIP-932 record states; Kafka ``SharePartition``).
 A segment's lifecycle lists its RLMM events (COPY_SEGMENT_STARTED → COPY_SEGMENT_FINISHED →
 DELETE_SEGMENT_STARTED → DELETE_SEGMENT_FINISHED; KIP-405 ``RemoteLogSegmentState``).
+A SCRAM credential history lists when each user's credential was created, replaced or removed,
+per mechanism, with its iteration count (KIP-554) — never its salt, keys or anything password-derived.
+The ACLs in force at a point of the log (``AclsCreated``/``AclsDeleted`` of the ``controller``
+stream) say who could do what then.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["RecordStep", "SegmentStep", "record_history", "segment_lifecycle"]
+__all__ = ["AclGrant", "RecordStep", "ScramStep", "SegmentStep", "acls_at", "record_history", "scram_credential_history", "segment_lifecycle"]
 
 _ACK_NAMES = {0: "gap", 1: "accepted", 2: "released", 3: "rejected", 4: "renewed"}
 _STATE_NAMES = {0: "AVAILABLE", 1: "ACQUIRED", 2: "ACKNOWLEDGED", 4: "ARCHIVED"}
@@ -194,3 +198,106 @@ def segment_lifecycle(log, segment_id: str) -> list[SegmentStep]:
                 )
             )
     return steps
+
+
+# --- SCRAM credentials (KIP-554) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScramStep:
+    """One change of a SCRAM credential: log ``position``, ``recorded_at_ms`` (wall clock, ms),
+    ``user``, ``mechanism`` ("SCRAM-SHA-256"/"SCRAM-SHA-512"), ``action`` (``created``,
+    ``replaced`` or ``removed``) and the ``iterations`` in force after it (``None`` once removed).
+    Salt and keys are left out on purpose."""
+
+    position: int
+    recorded_at_ms: int
+    user: str
+    mechanism: str
+    action: str
+    iterations: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# --- ACLs -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AclGrant:
+    """One ACL in force: ``principal`` (``"User:*"`` = everyone), ``resource_type``,
+    ``resource_name``, ``pattern_type`` (LITERAL, or PREFIXED: every name starting with it),
+    ``operation``, ``permission`` (ALLOW/DENY; DENY wins), ``host`` (``"*"`` = any), and the log
+    ``position`` / ``recorded_at_ms`` of the ``AclsCreated`` that created it."""
+
+    principal: str
+    resource_type: str
+    resource_name: str
+    pattern_type: str
+    operation: str
+    permission: str
+    host: str
+    position: int
+    recorded_at_ms: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def scram_credential_history(log, user: str | None = None) -> list[ScramStep]:
+    """Every ``UserScramCredentialSet``/``UserScramCredentialRemoved`` of the controller stream
+    of the open event log ``log`` in log order, for ``user`` only when given: who had a SCRAM
+    credential for which mechanism, and since when."""
+    from events.codec import decode_event
+    from projections.source import LogSource
+
+    types = ["controller.UserScramCredentialSet", "controller.UserScramCredentialRemoved"]
+    rows = [r for chunk in LogSource.of(log.url).batches(event_types=types) for r in chunk.to_pylist()]
+    rows.sort(key=lambda r: r["position"])
+    live: set[tuple[str, str]] = set()
+    steps: list[ScramStep] = []
+    for row in rows:
+        ev = decode_event(row["event_type"], row["schema_version"], row["data"], row["position"])
+        key = (ev.user, ev.mechanism)
+        if row["event_type"] == "controller.UserScramCredentialSet":
+            action, iterations = ("replaced" if key in live else "created"), ev.iterations
+            live.add(key)
+        else:
+            action, iterations = "removed", None
+            live.discard(key)
+        if user is None or ev.user == user:
+            steps.append(ScramStep(row["position"], row["recorded_at_ms"], ev.user, ev.mechanism, action, iterations))
+    return steps
+
+
+def acls_at(log, until_position: int | None = None, until_time_ms: int | None = None) -> list[AclGrant]:
+    """The ACLs in force after the last ``controller`` event at or before ``until_position``
+    (global log position, inclusive) and recorded at or before ``until_time_ms`` (wall clock ms,
+    inclusive); ``None`` = no bound (now). Folded from the events with the ACL domain's own
+    ``evolve`` (:mod:`actors.controller.acls`), sorted by principal, then resource. Super users
+    (``super.users``) are static configuration, not events, and are not listed."""
+    from actors.controller.acls import AclSet, evolve
+    from events.codec import decode_event
+    from events.controller import STREAM_ID
+
+    types = {"controller.AclsCreated", "controller.AclsDeleted"}
+    acls = AclSet()
+    created: dict[Any, tuple[int, int]] = {}
+    for rec in log.read_stream(STREAM_ID):
+        if until_position is not None and rec.position > until_position:
+            break
+        if until_time_ms is not None and rec.recorded_at_ms > until_time_ms:
+            break
+        if rec.event_type not in types:
+            continue
+        ev = decode_event(rec.event_type, rec.schema_version, rec.data, rec.position)
+        evolve(acls, ev)
+        if rec.event_type == "controller.AclsCreated":
+            for b in ev.acls:
+                created[b] = (rec.position, rec.recorded_at_ms)
+    out = [
+        AclGrant(b.principal, b.resource_type, b.resource_name, b.pattern_type, b.operation, b.permission, b.host, *created[b])
+        for b in acls
+    ]
+    return sorted(out, key=lambda g: (g.principal, g.resource_type, g.resource_name, g.pattern_type, g.operation, g.permission, g.host))

@@ -282,7 +282,7 @@ def register(app: typer.Typer) -> None:
         if divergences:
             raise typer.Exit(1)
 
-    audit_app = typer.Typer(help="Timelines of one record or one remote segment.", no_args_is_help=True)
+    audit_app = typer.Typer(help="Timelines of one record, one remote segment or the SCRAM credentials; the ACLs in force at a time.", no_args_is_help=True)
     app.add_typer(audit_app, name="audit")
 
     @audit_app.command("record")
@@ -353,6 +353,71 @@ def register(app: typer.Typer) -> None:
             )
         if not steps:
             raise typer.Exit(2)
+
+    @audit_app.command("scram")
+    def audit_scram(
+        user: Optional[str] = typer.Option(None, "--user", help="only this user"),
+        as_json: bool = typer.Option(False, "--json"),
+        url: Optional[str] = typer.Option(None, "--url"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """When each SCRAM credential (KIP-554) was created, replaced or removed; no salts or keys."""
+        from projections.audit import scram_credential_history
+        from store.event_log import open_event_log
+
+        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
+        try:
+            steps = scram_credential_history(log, user)
+        finally:
+            log.close()
+        if as_json:
+            typer.echo(json.dumps([s.as_dict() for s in steps]))
+        else:
+            _print_steps(
+                "SCRAM credentials" + (f" of {user}" if user else ""),
+                ["position", "time", "user", "mechanism", "action", "iterations"],
+                [[str(s.position), _ts(s.recorded_at_ms), s.user, s.mechanism, s.action, "" if s.iterations is None else str(s.iterations)] for s in steps],
+            )
+        if not steps:
+            raise typer.Exit(2)
+
+    @audit_app.command("acls")
+    def audit_acls(
+        at: Optional[str] = typer.Option(None, "--at", help="a log position (digits) or an ISO-8601 time; default: now"),
+        principal: Optional[str] = typer.Option(None, "--principal", help="only this principal (and User:*)"),
+        as_json: bool = typer.Option(False, "--json"),
+        url: Optional[str] = typer.Option(None, "--url"),
+        config: Optional[Path] = typer.Option(None, "--config"),
+        override: List[str] = typer.Option([], "--override"),
+        data_dir: Optional[str] = typer.Option(None, "--data-dir"),
+    ) -> None:
+        """Who could do what at a point in time: the ACLs in force then (principal, resource,
+        pattern, operation, permission, host), folded from the AclsCreated/AclsDeleted events."""
+        from projections.audit import acls_at
+        from store.event_log import open_event_log
+
+        position = int(at) if at is not None and at.isdigit() else None
+        time_ms = _parse_time(at) if at is not None and position is None else None
+        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
+        try:
+            grants = acls_at(log, position, time_ms)
+        finally:
+            log.close()
+        if principal is not None:
+            grants = [g for g in grants if g.principal in (principal, "User:*")]
+        if as_json:
+            typer.echo(json.dumps([g.as_dict() for g in grants]))
+            return
+        _print_steps(
+            f"ACLs at {at or 'now'}",
+            ["principal", "resource", "pattern", "operation", "permission", "host", "since"],
+            [
+                [g.principal, f"{g.resource_type}:{g.resource_name}", g.pattern_type, g.operation, g.permission, g.host, f"{_ts(g.recorded_at_ms)} (#{g.position})"]
+                for g in grants
+            ],
+        )
 
 
 def _ts(ms: int) -> str:

@@ -16,8 +16,10 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i16, i32
 
+from wire.authz import allowed
 from wire.backend import Backend, TopicSpec
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.listeners import endpoint_for
 from wire.protocol import DecodedRequest
 
 __all__ = [
@@ -76,10 +78,11 @@ def topic_metadata(cls: type, backend: Backend, info: Any) -> Any:
     return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id, is_internal=info.internal, partitions=parts)
 
 
-def metadata(req: DecodedRequest, backend: Backend, auto_create: bool) -> Any:
+def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener: str | None = None) -> Any:
     """Metadata: this broker, and the requested topics (all when ``topics`` is null). Unknown
     names give UNKNOWN_TOPIC_OR_PARTITION unless ``allow_auto_topic_creation`` and the broker's
-    ``auto.create.topics.enable`` (then the topic is created with broker defaults)."""
+    ``auto.create.topics.enable`` (then the topic is created with broker defaults). The broker's
+    endpoint is the advertised one of ``listener``, the listener the request arrived on."""
     cls = response_class(3, req.api_version)
     body = req.body
     if body.topics is not None and req.api_version < 12:
@@ -88,7 +91,8 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool) -> Any:
             if t.name is None or getattr(t, "topic_id", None) is not None:
                 what = "Topic name can not be null" if t.name is None else "Topic IDs are not supported in requests"
                 return metadata_error(req, ErrorCode.invalid_request, f"{what} for version {req.api_version}")
-    broker = nested(cls, "MetadataResponseBroker", node_id=i32(backend.node_id), host=backend.host, port=i32(backend.port), rack=None)
+    host, port = endpoint_for(backend, listener)
+    broker = nested(cls, "MetadataResponseBroker", node_id=i32(backend.node_id), host=host, port=i32(port), rack=None)
     if body.topics is None:
         infos = backend.topics()
         topics = tuple(topic_metadata(cls, backend, t) for t in infos)
@@ -96,15 +100,22 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool) -> Any:
         wanted = [t.name for t in body.topics if t.name]
         by_id = {t.topic_id for t in body.topics if t.name is None and getattr(t, "topic_id", None)}
         known = {t.name: t for t in backend.topics()}
-        missing = [n for n in wanted if n not in known]
+        # ACLs: DESCRIBE on a named topic, else TOPIC_AUTHORIZATION_FAILED (KafkaApis); a topic
+        # auto-creation refused for want of CREATE answers the same
+        denied = {n for n in wanted if not allowed(backend, "DESCRIBE", "TOPIC", n)}
+        missing = [n for n in wanted if n not in known and n not in denied]
         if missing and auto_create and getattr(body, "allow_auto_topic_creation", True):
             created = backend.create_topics([TopicSpec(n, -1, -1) for n in missing], False)
-            for n, (_err, _msg, info) in created.items():
+            for n, (err, _msg, info) in created.items():
                 if info is not None:
                     known[n] = info
+                elif err == "TOPIC_AUTHORIZATION_FAILED":
+                    denied.add(n)
         out = []
         for n in wanted:
-            if n in known:
+            if n in denied:
+                out.append(nested(cls, "MetadataResponseTopic", error_code=ErrorCode.topic_authorization_failed, name=n, topic_id=_ZERO_UUID, partitions=()))
+            elif n in known:
                 out.append(topic_metadata(cls, backend, known[n]))
             else:
                 out.append(nested(cls, "MetadataResponseTopic", error_code=ErrorCode.unknown_topic_or_partition, name=n, topic_id=_ZERO_UUID, partitions=()))
@@ -144,12 +155,13 @@ import uuid as _uuid  # noqa: E402
 _ZERO_UUID = _uuid.UUID(int=0)
 
 
-def find_coordinator(req: DecodedRequest, backend: Backend) -> Any:
+def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None = None) -> Any:
     """FindCoordinator (v4+: batched ``coordinator_keys``; v0-3: one ``key``). Group (0) and share
-    (2, key ``group:topicId:partition``) keys resolve to this node; transaction keys (1) give
-    COORDINATOR_NOT_AVAILABLE (no transactions in Shoal). v0 has no ``key_type``: its key is a
-    group id (``FindCoordinatorRequest.json``: keyType is v1+, default 0). A key type Kafka does
-    not know gives INVALID_REQUEST (``CoordinatorType.forId`` throws InvalidRequestException)."""
+    (2, key ``group:topicId:partition``) keys resolve to this node (its endpoint on ``listener``,
+    the listener the request arrived on); transaction keys (1) give COORDINATOR_NOT_AVAILABLE
+    (no transactions in Shoal). v0 has no ``key_type``: its key is a group id
+    (``FindCoordinatorRequest.json``: keyType is v1+, default 0). A key type Kafka does not know
+    gives INVALID_REQUEST (``CoordinatorType.forId`` throws InvalidRequestException)."""
     cls = response_class(10, req.api_version)
     body = req.body
     key_type = int(getattr(body, "key_type", COORDINATOR_GROUP))
@@ -160,11 +172,22 @@ def find_coordinator(req: DecodedRequest, backend: Backend) -> Any:
         err, msg = ErrorCode.coordinator_not_available, "transactions are not supported"
     else:
         err, msg = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
-    node, host, port = (i32(backend.node_id), backend.host, i32(backend.port)) if ok else (i32(-1), "", i32(-1))
+    ep_host, ep_port = endpoint_for(backend, listener)
+    node, host, port = (i32(backend.node_id), ep_host, i32(ep_port)) if ok else (i32(-1), "", i32(-1))
     if req.api_version >= 4:
-        coords = tuple(nested(cls, "Coordinator", key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg) for k in body.coordinator_keys)
+        coords = tuple(_coordinator(cls, backend, key_type, k, node, host, port, err, msg) for k in body.coordinator_keys)
         return build(cls, throttle_time=NO_THROTTLE, coordinators=coords)
+    if key_type == COORDINATOR_GROUP and not allowed(backend, "DESCRIBE", "GROUP", body.key):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed, error_message=None, node_id=i32(-1), host="", port=i32(-1))
     return build(cls, throttle_time=NO_THROTTLE, error_code=err, error_message=msg, node_id=node, host=host, port=port)
+
+
+def _coordinator(cls: type, backend: Backend, key_type: int, key: str, node: Any, host: str, port: Any, err: ErrorCode, msg: str | None) -> Any:
+    """One ``Coordinator`` of a v4+ answer; a GROUP key needs DESCRIBE on the group (ACLs), else
+    GROUP_AUTHORIZATION_FAILED (KafkaApis ``handleFindCoordinatorRequest``)."""
+    if key_type == COORDINATOR_GROUP and not allowed(backend, "DESCRIBE", "GROUP", key):
+        return nested(cls, "Coordinator", key=key, node_id=i32(-1), host="", port=i32(-1), error_code=ErrorCode.group_authorization_failed, error_message=None)
+    return nested(cls, "Coordinator", key=key, node_id=node, host=host, port=port, error_code=err, error_message=msg)
 
 
 def create_topics(req: DecodedRequest, backend: Backend) -> Any:

@@ -14,6 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Protocol, Sequence
 
+from actors.controller.scram import AlterResult, DescribeResult, ScramCredential, ScramDeletion, ScramUpsertion
+
 __all__ = [
     "AckBatch",
     "AcquiredRange",
@@ -183,6 +185,23 @@ class Backend(Protocol):
 
     def list_groups(self, types: Sequence[str], states: Sequence[str]) -> list[tuple[str, str, str]]:
         """``(group_id, group_type, state)`` of the known groups matching the filters."""
+
+    # -- SCRAM credentials (KIP-554; types from actors.controller.scram) ---------------------------
+    def alter_user_scram_credentials(self, deletions: Sequence[ScramDeletion], upsertions: Sequence[ScramUpsertion]) -> list[AlterResult]:
+        """AlterUserScramCredentials: ``ScramDeletion``/``ScramUpsertion`` items; returns one
+        ``AlterResult`` per user (a controller failure gives every user that error)."""
+        return []
+
+    def describe_user_scram_credentials(self, users: Sequence[str] | None) -> tuple[str | None, str | None, list[DescribeResult]]:
+        """DescribeUserScramCredentials of ``users`` (``None``/empty: all): ``(error, message,
+        [DescribeResult])``; a top-level error (controller not ready) comes with no results."""
+        return "UNSUPPORTED_VERSION", None, []
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """``user``'s ``ScramCredential`` (salt, stored_key, server_key, iterations) for
+        ``mechanism`` ("SCRAM-SHA-256"/"SCRAM-SHA-512"), or ``None`` — what a SASL SCRAM server
+        looks up. Never raises (an unreachable controller answers ``None``: fail closed)."""
+        return None
 
     # -- data plane ---------------------------------------------------------------------------
     def produce(self, topic: str, partition: int, records: bytes, acks: int) -> ProduceResult:

@@ -7,6 +7,14 @@ request, every CreateTopics/DeleteTopics/IncrementalAlterConfigs answer, and on 
 once per ``shoal.wire.metadata.refresh.ms``, default 500 ms). Share-group actor addresses come from
 the controller's ``ChildLookup`` (kind ``share``) and are cached; a timed-out ask drops the entry so
 the next request looks the child up again (it may have been restarted).
+
+SCRAM credentials (KIP-554) for SASL authentication are served from a cache of the controller's
+whole credential table (:meth:`ControllerClient.scram_credential`): read through when older
+than ``shoal.wire.scram.refresh.ms`` (default 1000 ms) and dropped whenever an
+AlterUserScramCredentials through this client succeeds, so a credential created or changed on
+this node is in force for the very next authentication. Staleness bound for a change made
+through another node sharing the event log: at most ``shoal.wire.scram.refresh.ms`` plus
+one controller round trip (the controller answers from its folded state).
 """
 
 from __future__ import annotations
@@ -17,6 +25,23 @@ import time
 import uuid
 from typing import Any, Mapping, Sequence
 
+from actors.controller.acls import AclCreateResult, AclDeleteResult
+from actors.controller.messages import (
+    AclsReply,
+    AclsRequest,
+    AlterUserScramCredentialsReply,
+    AlterUserScramCredentialsRequest,
+    CreateAclsReply,
+    CreateAclsRequest,
+    DeleteAclsReply,
+    DeleteAclsRequest,
+    DescribeUserScramCredentialsReply,
+    DescribeUserScramCredentialsRequest,
+    ScramCredentialsReply,
+    ScramCredentialsRequest,
+)
+from actors.controller.scram import AlterResult, ScramCredential
+from actors.messages import Failure
 from wire.backend import ConfigEntry, TopicInfo, TopicSpec
 from wire.gateway import ActorTimeout
 
@@ -69,6 +94,11 @@ class ControllerClient:
         self._last_used: dict[str, float] = {}
         self._passivate_s = float(cfg.get("shoal.share.group.passivate.ms", "120000")) / 1000
         self._groups_seen: set[str] = set()
+        # SCRAM credential cache: (user, mechanism) -> ScramCredential, loaded at _scram_loaded_at
+        self._scram_lock = threading.Lock()
+        self._scram: dict[tuple[str, str], ScramCredential] = {}
+        self._scram_loaded_at: float | None = None
+        self._scram_refresh_s = float(cfg.get("shoal.wire.scram.refresh.ms", "1000")) / 1000
 
     # ------------------------------------------------------------------ asks
     def ask(self, msg: Any, timeout_s: float | None = None) -> Any:
@@ -227,6 +257,62 @@ class ControllerClient:
             self._configs.pop(name, None)
         return _err(out.error), out.message
 
+    # ------------------------------------------------------------------ SCRAM credentials (KIP-554)
+    def alter_user_scram_credentials(self, deletions: Sequence[Any], upsertions: Sequence[Any]) -> list[Any]:
+        """AlterUserScramCredentialsRequest → one ``AlterResult`` per user (a controller
+        ``Failure`` or a not-ready controller gives each named user that error). Drops the
+        credential cache afterwards, so the change is in force for the next authentication."""
+        users = list(dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions]))
+        try:
+            r = self.ask(AlterUserScramCredentialsRequest(tuple(deletions), tuple(upsertions)))
+        except ActorTimeout as exc:
+            return [AlterResult(u, "COORDINATOR_LOAD_IN_PROGRESS", str(exc)) for u in users]
+        finally:
+            self.invalidate_scram_credentials()
+        if isinstance(r, AlterUserScramCredentialsReply):
+            return list(r.results)
+        if isinstance(r, Failure):
+            return [AlterResult(u, r.error, r.message) for u in users]
+        return [AlterResult(u, "UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}") for u in users]
+
+    def describe_user_scram_credentials(self, users: Sequence[str] | None) -> tuple[str | None, str | None, list[Any]]:
+        """DescribeUserScramCredentialsRequest → ``(error, message, [DescribeResult])`` (fresh
+        from the controller, not from the cache)."""
+        try:
+            r = self.ask(DescribeUserScramCredentialsRequest(None if users is None else tuple(users)))
+        except ActorTimeout as exc:
+            return "COORDINATOR_LOAD_IN_PROGRESS", str(exc), []
+        if isinstance(r, DescribeUserScramCredentialsReply):
+            return None, None, list(r.results)
+        if isinstance(r, Failure):
+            return r.error, r.message, []
+        return "UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}", []
+
+    def invalidate_scram_credentials(self) -> None:
+        """Forget the cached credentials: the next :meth:`scram_credential` asks the controller."""
+        with self._scram_lock:
+            self._scram_loaded_at = None
+
+    def scram_credential(self, user: str, mechanism: str) -> ScramCredential | None:
+        """``user``'s ``ScramCredential`` for ``mechanism`` or ``None``, from the cache, which is
+        reloaded (one ask for the whole table, one thread at a time) when it was dropped or is
+        older than ``shoal.wire.scram.refresh.ms``. A controller that cannot answer gives
+        ``None`` (authentication fails closed) and is asked again on the next lookup."""
+        with self._scram_lock:
+            loaded = self._scram_loaded_at
+            if loaded is None or time.monotonic() - loaded >= self._scram_refresh_s:
+                try:
+                    r = self.ask(ScramCredentialsRequest())
+                except ActorTimeout:
+                    log.warning("SCRAM credential lookup: the controller did not answer")
+                    return None
+                if not isinstance(r, ScramCredentialsReply):
+                    log.warning("SCRAM credential lookup failed: %r", r)
+                    return None
+                self._scram = {(u, m): c for u, m, c in r.credentials}
+                self._scram_loaded_at = time.monotonic()
+            return self._scram.get((user, mechanism))
+
     # ------------------------------------------------------------------ children
     def share_group_actor(self, group: str) -> Any:
         """The address of ``group``'s ShareGroupActor (created and recovered by the controller)."""
@@ -262,3 +348,39 @@ class ControllerClient:
         except Exception:  # pragma: no cover - the log is optional for listing
             log.debug("listing share-group streams failed", exc_info=True)
         return [(g, "share", "Stable" if g in self._children else "Empty") for g in sorted(groups)]
+
+    # ------------------------------------------------------------------ ACLs (CreateAcls/DeleteAcls/DescribeAcls, authorizer cache)
+    def create_acls(self, creations: Sequence[Any]) -> tuple[list[AclCreateResult], str | None]:
+        """CreateAclsRequest → ``(per creation AclCreateResult, ACL token)``; a controller
+        ``Failure`` (or a not-ready controller: COORDINATOR_LOAD_IN_PROGRESS) gives every creation
+        that error and the token ``None``."""
+        try:
+            r = self.ask(CreateAclsRequest(tuple(creations)))
+        except ActorTimeout as exc:
+            return [AclCreateResult("COORDINATOR_LOAD_IN_PROGRESS", str(exc)) for _ in creations], None
+        if isinstance(r, CreateAclsReply):
+            return list(r.results), r.token
+        if isinstance(r, Failure):
+            return [AclCreateResult(r.error, r.message) for _ in creations], None
+        return [AclCreateResult("UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}") for _ in creations], None
+
+    def delete_acls(self, filters: Sequence[Any]) -> tuple[list[AclDeleteResult], str | None]:
+        """DeleteAclsRequest → ``(per filter AclDeleteResult, ACL token)`` (errors as :meth:`create_acls`)."""
+        try:
+            r = self.ask(DeleteAclsRequest(tuple(filters)))
+        except ActorTimeout as exc:
+            return [AclDeleteResult("COORDINATOR_LOAD_IN_PROGRESS", str(exc)) for _ in filters], None
+        if isinstance(r, DeleteAclsReply):
+            return list(r.results), r.token
+        if isinstance(r, Failure):
+            return [AclDeleteResult(r.error, r.message) for _ in filters], None
+        return [AclDeleteResult("UNKNOWN_SERVER_ERROR", f"unexpected controller reply {type(r).__name__}") for _ in filters], None
+
+    def acls(self, known_token: str | None = None) -> tuple[str, tuple[Any, ...] | None]:
+        """AclsRequest → ``(token, every ACL or None when known_token is current)``. Raises
+        :class:`ActorTimeout` when the controller does not answer (or is recovering) and
+        ``RuntimeError`` on any other reply."""
+        r = self.ask(AclsRequest(known_token))
+        if not isinstance(r, AclsReply):
+            raise RuntimeError(f"AclsRequest: {r!r}")
+        return r.token, r.acls

@@ -11,6 +11,12 @@ offsets and batch boundaries.
 Start/stop: :meth:`Daemon.start` / :meth:`Daemon.stop` (``app.py run`` wires SIGTERM/SIGINT to
 ``stop``). ``stop`` closes the listener, asks every actor to exit (``asys.shutdown()``, which also
 ends the Thespian admin process) and closes the logs and the event log.
+
+A daemon that dies without ``stop`` (SIGKILL) leaves no actor behind for long: the first actor of
+the system, :class:`actors.watchdog.actor.OwnerWatchdogActor`, polls this process every
+``shoal.actor.system.watchdog.ms`` and shuts the actor system down once it is gone. A daemon
+restarted on the same data dir before that finishes completes it first
+(:meth:`Daemon._shutdown_orphaned_actor_system`, from :data:`ACTOR_SYSTEM_FILE`).
 """
 
 from __future__ import annotations
@@ -18,27 +24,35 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from wire import controller_client, share_client
+from actors.watchdog.liveness import boot_id, daemon_alive, observe_process, read_cmdline, session_members
+from wire import authz, controller_client, share_client
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchResult, TopicInfo, TopicSpec
 from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.memory import MallocTrimmer, limit_malloc_arenas
-from wire.server import KafkaListener, parse_listener
+from wire.listeners import ListenerSpec, advertised_endpoints, listener_config, listener_prefix, parse_listeners
+from wire.server import KafkaListener
 
-__all__ = ["Daemon", "ShoalBackend", "STATUS_FILE"]
+__all__ = ["ACTOR_SYSTEM_FILE", "Daemon", "ShoalBackend", "STATUS_FILE"]
 
 log = logging.getLogger("shoal.daemon")
 
 #: Written into the data dir once the listener is up; read by ``app.py status``.
 STATUS_FILE = "shoal.status.json"
+
+#: Written into the data dir once the actor system and its watchdog run: the owner daemon's pid and
+#: start time, the admin port, the actor system's session and the watchdog interval; read by the
+#: next daemon on the data dir to clean up after a crash; removed by a clean :meth:`Daemon.stop`.
+ACTOR_SYSTEM_FILE = "shoal.actors.json"
 
 
 class ShoalBackend:
@@ -52,6 +66,8 @@ class ShoalBackend:
         self.node_id = int(cfg.get("node.id", "1"))
         self.host = host
         self.port = port
+        #: listener name → advertised (host, port), filled once the listeners are bound (wire.listeners.endpoint_for)
+        self.endpoints: dict[str, tuple[str, int]] = {}
         self.cluster_id = cfg.get("cluster.id") or "shoal-cluster"
         self.controller = controller
         self.shares = shares
@@ -105,6 +121,23 @@ class ShoalBackend:
             wanted = {s.lower() for s in states}
             rows = [r for r in rows if r[2].lower() in wanted]
         return rows
+
+    # -- SCRAM credentials (KIP-554) ---------------------------------------------------------
+    def alter_user_scram_credentials(self, deletions, upsertions):
+        """AlterUserScramCredentials → the controller (one message); the credential cache is dropped after."""
+        return self.controller.alter_user_scram_credentials(deletions, upsertions)
+
+    def describe_user_scram_credentials(self, users):
+        """DescribeUserScramCredentials → the controller (one message)."""
+        return self.controller.describe_user_scram_credentials(users)
+
+    def scram_credential(self, user: str, mechanism: str):
+        """The :class:`actors.controller.scram.ScramCredential` of ``user`` for ``mechanism``
+        ("SCRAM-SHA-256"/"SCRAM-SHA-512") or ``None``: the lookup the SASL SCRAM server calls.
+        Served from :meth:`wire.controller_client.ControllerClient.scram_credential`'s cache: a
+        credential altered on this node is in force at once; one altered elsewhere after at most
+        ``shoal.wire.scram.refresh.ms``."""
+        return self.controller.scram_credential(user, mechanism)
 
     # -- data plane ---------------------------------------------------------------------------
     def _known(self, topic: str, partition: int) -> bool:
@@ -205,8 +238,8 @@ class ShoalBackend:
 
 
 class _Dispatcher(KafkaDispatcher):
-    def __init__(self, backend: ShoalBackend, gateway: ActorGateway, auto_create: bool) -> None:
-        super().__init__(backend, auto_create)
+    def __init__(self, backend: Any, gateway: ActorGateway, auto_create: bool, authorizer: Any = None) -> None:
+        super().__init__(backend, auto_create, authorizer=authorizer)
         self.gateway = gateway
 
     def connection_closed(self, conn: Any) -> None:
@@ -224,12 +257,15 @@ class Daemon:
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
         self.asys: Any = None
-        self.listener: KafkaListener | None = None
+        self.listener: KafkaListener | None = None  # the first of ``listeners`` (status, app.py run)
+        self.listeners: list[KafkaListener] = []
         self.backend: ShoalBackend | None = None
         self.gateway: ActorGateway | None = None
         self.logs: LogRegistry | None = None
         self._ticker: threading.Thread | None = None
         self.started_ms = 0
+        #: The actor system's session id (its admin's ``setsid``), from the watchdog; 0 unknown.
+        self.actor_session = 0
 
     def start(self) -> "Daemon":
         """Start the actor system, the journal, the controller (and through it the share-group and
@@ -247,14 +283,17 @@ class Daemon:
         base = self.cfg.get("shoal.actor.system.base", "multiprocTCPBase")
         admin_port = int(self.cfg["shoal.actor.system.admin.port"])
         caps = {"Admin Port": admin_port} if base.startswith("multiproc") else {}
-        if base == "multiprocTCPBase" and _port_in_use(admin_port):
-            # ActorSystem() would silently join that running system (and its old code): only an
-            # orphan of this data dir's previous daemon (SIGKILLed; its pid is gone) is shut down.
-            if not self._shutdown_orphaned_actor_system(admin_port):
+        if base == "multiprocTCPBase":
+            # ActorSystem() would silently join a running system (and its old code): an orphan of
+            # this data dir's previous daemon (SIGKILLed; its pid is gone) is shut down first.
+            self._shutdown_orphaned_actor_system()
+            if _port_in_use(admin_port):
                 raise RuntimeError(f"the Thespian admin port {admin_port} is in use: is another daemon running? (shoal.actor.system.admin.port)")
         (self.data_dir / STATUS_FILE).unlink(missing_ok=True)
         self.asys = ActorSystem(base, caps, logDefs=_log_defs(self.data_dir))
         try:
+            if base.startswith("multiproc"):
+                self._start_watchdog(admin_port)
             journal = self.asys.createActor(JournalActor, globalName="shoal-journal")
             reply = self.asys.ask(journal, Configure(self.cfg, "journal"), 30)
             if reply is None or type(reply).__name__ != "Configured":
@@ -265,12 +304,19 @@ class Daemon:
             self.logs._topic_config = controller.topic_config  # noqa: SLF001 - wiring
             shares = share_client.ShareClient(self.gateway, controller, self.logs, self.cfg, journal, self.asys)
             self._start_remote_log_manager(controller)
-            host, port = parse_listener(self.cfg["listeners"])
-            self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, host if host != "0.0.0.0" else "127.0.0.1", port)
-            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true")
+            specs = parse_listeners(self.cfg)
+            first = specs[0]
+            self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port)
+            authorizer = authz.from_config(self.cfg, controller)  # authorizer.class.name (acls)
+            served = self.backend if authorizer is None else authz.AuthorizingBackend(self.backend, authorizer)
+            dispatcher = _Dispatcher(served, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
             self.dispatcher = dispatcher
-            self.listener = KafkaListener(host, port, dispatcher, int(self.cfg.get("socket.request.max.bytes", "104857600"))).start()
-            self.backend.port = self.listener.port
+            for spec in specs:
+                self.listeners.append(self._listener(spec, dispatcher).start())
+            self.listener = self.listeners[0]
+            bound = {lst.name: (lst.host, lst.port) for lst in self.listeners}
+            self.backend.endpoints = advertised_endpoints(self.cfg, bound)
+            self.backend.host, self.backend.port = self.backend.endpoints[first.name]
             self.started_ms = int(time.time() * 1000)
             self._write_status_file()
             self._ticker = threading.Thread(target=self._tick, name="shoal-ticker", daemon=True)
@@ -280,24 +326,147 @@ class Daemon:
             raise
         return self
 
-    def _shutdown_orphaned_actor_system(self, admin_port: int) -> bool:
-        """If this data dir's status file names a dead daemon that used ``admin_port``, shut
-        that orphaned actor system down (its actors outlived a SIGKILLed daemon) and return True
-        once the port is free; otherwise return False (someone else's system: leave it)."""
-        from thespian.actors import ActorSystem
+    def _listener(self, spec: ListenerSpec, dispatcher: Any) -> KafkaListener:
+        """One :class:`KafkaListener` for ``spec`` (not started), with its TLS context
+        (:func:`wire.tls.server_context`) and SASL config (:func:`wire.sasl.sasl_config`) built
+        from the listener's view of the config (``listener.name.<name>.`` overrides). On a
+        SASL_SSL listener only a listener-prefixed ``ssl.client.auth`` applies (Kafka
+        ``ChannelBuilders``). Raises :class:`config.ConfigError` for a bad security setup."""
+        from wire.sasl import sasl_config
+        from wire.tls import server_context
 
-        try:
-            info = json.loads((self.data_dir / STATUS_FILE).read_text())
-        except (OSError, ValueError):
-            return False
-        if int(info.get("admin_port", -1)) != admin_port or _pid_alive(int(info.get("pid", -1))):
-            return False
-        log.warning("shutting down the actor system left on admin port %d by daemon pid %s", admin_port, info.get("pid"))
-        ActorSystem("multiprocTCPBase", {"Admin Port": admin_port}).shutdown()
-        deadline = time.monotonic() + 30
-        while _port_in_use(admin_port) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        return not _port_in_use(admin_port)
+        view = listener_config(self.cfg, spec.name)
+        ssl_context = None
+        if spec.security_protocol == "SSL":
+            ssl_context = server_context(view)
+        elif spec.security_protocol == "SASL_SSL":
+            ssl_context = server_context(view, client_auth=self.cfg.get(listener_prefix(spec.name) + "ssl.client.auth") or "none")
+        sasl = None
+        if spec.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            sasl = sasl_config(view, spec.name, self._scram_lookup())
+        return KafkaListener(
+            spec.bind_host,
+            spec.port,
+            dispatcher,
+            int(view.get("socket.request.max.bytes", "104857600")),
+            name=spec.name,
+            security_protocol=spec.security_protocol,
+            ssl_context=ssl_context,
+            sasl_config=sasl,
+            handshake_timeout_s=float(view.get("shoal.ssl.handshake.timeout.ms", "10000")) / 1000,
+        )
+
+    def _scram_lookup(self) -> Any:
+        """The SCRAM credential lookup ``(user, mechanism) -> ScramCredential | None`` for SASL
+        listeners: the backend's ``scram_credential`` (credentials stored as controller events by
+        AlterUserScramCredentials, KIP-554; cached, see :class:`wire.controller_client.ControllerClient`)."""
+        return self.backend.scram_credential
+
+    def _start_watchdog(self, admin_port: int) -> None:
+        """Create the :class:`actors.watchdog.actor.OwnerWatchdogActor` (the first actor of the
+        system), tell it this process's pid and start time and ``shoal.actor.system.watchdog.ms``,
+        and record the owner and the actor system's session in :data:`ACTOR_SYSTEM_FILE`, for
+        the next daemon on this data dir should this one die without stopping. Raises
+        ``RuntimeError`` when the watchdog does not answer."""
+        from actors.watchdog.actor import OwnerWatchdogActor, WatchingOwner, WatchOwner
+
+        me = observe_process(os.getpid())
+        start_time = me.start_time if me is not None else None
+        interval_ms = int(self.cfg.get("shoal.actor.system.watchdog.ms", "1000"))
+        watchdog = self.asys.createActor(OwnerWatchdogActor, globalName="shoal-watchdog")
+        reply = self.asys.ask(watchdog, WatchOwner(os.getpid(), start_time, interval_ms), 30)
+        if not isinstance(reply, WatchingOwner):
+            raise RuntimeError(f"the actor system's watchdog did not start: {reply!r}")
+        # The admin's own session (multiprocTCPBase daemonizes it); never this process's session,
+        # which holds the daemon itself (and perhaps a shell): that one is not ours to wait for.
+        self.actor_session = reply.session if reply.session != os.getsid(0) else 0
+        record = {
+            "pid": os.getpid(),
+            "start_time": start_time,
+            "admin_port": admin_port,
+            "session": self.actor_session or None,
+            "watchdog_ms": interval_ms,
+            "boot_id": boot_id(),
+            "cmdline": read_cmdline(os.getpid()),
+        }
+        tmp = self.data_dir / (ACTOR_SYSTEM_FILE + ".tmp")
+        tmp.write_text(json.dumps(record))
+        tmp.replace(self.data_dir / ACTOR_SYSTEM_FILE)
+
+    def _previous_owner(self) -> dict[str, Any] | None:
+        """The record of the actor system a previous daemon of this data dir started:
+        :data:`ACTOR_SYSTEM_FILE`, else (a daemon of an older version) the pid and admin port of
+        :data:`STATUS_FILE`. ``None`` when there is neither."""
+        for name in (ACTOR_SYSTEM_FILE, STATUS_FILE):
+            try:
+                info = json.loads((self.data_dir / name).read_text())
+                return {
+                    "pid": int(info["pid"]),
+                    "start_time": info.get("start_time"),
+                    "admin_port": int(info["admin_port"]),
+                    "session": info.get("session"),
+                    "watchdog_ms": int(info.get("watchdog_ms", 0)),
+                    "boot_id": info.get("boot_id"),
+                    "cmdline": info.get("cmdline"),
+                }
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return None
+
+    def _shutdown_orphaned_actor_system(self, timeout_s: float = 30.0) -> None:
+        """Make sure no process of an actor system orphaned by this data dir's previous daemon
+        (SIGKILLed: its pid, checked with its start time, is gone) is left before this daemon
+        starts its own. Returns at once when the record names a live daemon (the admin-port check
+        that follows refuses to start then) or nothing of the old system is left.
+
+        Otherwise, in this order, each step only if something is still left:
+
+        1. that system's own watchdog (:mod:`actors.watchdog.actor`) shuts it down within its
+           interval: wait up to ``watchdog_ms`` (at most 5 s) plus the time a shutdown takes (5 s);
+        2. ask its admin to shut down (``ActorSystem(...).shutdown()``, as the watchdog does from
+           inside), then wait until the admin port is free and no process of the recorded session
+           is left, up to ``timeout_s`` seconds;
+        3. SIGKILL what is still left in that session and shows the old daemon's command line:
+           those processes are provably the old system's (see
+           :func:`actors.watchdog.liveness.session_members`; a record from another boot is
+           ignored altogether), and a SIGKILL of them loses no more than the SIGKILL of their
+           daemon did.
+
+        Waiting for every process, not only the admin port, matters: an old actor still running
+        (an RLMM or share-group actor mid-exit) must not append to the event log while the new
+        daemon recovers from it."""
+        rec = self._previous_owner()
+        if rec is None or daemon_alive(rec["pid"], rec["start_time"], observe_process(rec["pid"])):
+            return
+        if rec["boot_id"] and rec["boot_id"] != boot_id():
+            return  # written before a reboot: nothing of that system survived it
+        port = rec["admin_port"]
+        session = rec["session"] if isinstance(rec["session"], int) and rec["session"] != os.getsid(0) else 0
+        if session:
+            # Recorded session: it alone says whether the old system is still there. If it is
+            # empty, whoever holds the admin port now is not ours and is left alone.
+            if not session_members(session):
+                return
+        elif not _port_in_use(port):  # a record without a session (older daemon): the port only
+            return
+
+        def left() -> bool:
+            return bool(session and session_members(session)) or _port_in_use(port)
+
+        log.warning("the actor system of daemon pid %d (admin port %d, session %d) outlived it: shutting it down", rec["pid"], port, session)
+        if rec["watchdog_ms"] > 0 and _wait_until(lambda: not left(), min(rec["watchdog_ms"] / 1000, 5.0) + 5.0):
+            return
+        if _port_in_use(port):
+            from thespian.actors import ActorSystem
+
+            try:
+                ActorSystem("multiprocTCPBase", {"Admin Port": port}).shutdown()
+            except Exception:  # an admin that does not answer: wait, then step 3
+                log.exception("asking the orphaned actor system on admin port %d to shut down", port)
+        if _wait_until(lambda: not left(), timeout_s) or not session:
+            return
+        if _kill_session(session, "of the orphaned actor system", rec["cmdline"]):
+            _wait_until(lambda: not left(), 5.0)
 
     def _rlmm_actors(self, controller: Any) -> Any:
         """One :class:`actors.rlmm.actor.RlmmPartitionActor` per metadata partition
@@ -443,7 +612,8 @@ class Daemon:
             "counts": counts,
             "updated_ms": int(time.time() * 1000),
             "pid": os.getpid(),
-            "listener": f"{self.listener.host}:{self.listener.port}",
+            "listener": self._status_listener(),
+            "listeners": {lst.name: f"{lst.security_protocol}://{lst.host}:{lst.port}" for lst in self.listeners},
             "admin_port": int(self.cfg["shoal.actor.system.admin.port"]),
             "event_log": self.cfg["event.log.url"],
             "started_ms": self.started_ms,
@@ -451,6 +621,15 @@ class Daemon:
         tmp = self.data_dir / (STATUS_FILE + ".tmp")
         tmp.write_text(json.dumps(info))
         tmp.replace(self.data_dir / STATUS_FILE)
+
+    def _status_listener(self) -> str:
+        """``host:port`` that ``app.py status`` probes with a plain ApiVersions: the first
+        PLAINTEXT or SASL_PLAINTEXT listener (ApiVersions is allowed before SASL authentication),
+        else the first listener."""
+        probe = next((lst for lst in self.listeners if lst.security_protocol in ("PLAINTEXT", "SASL_PLAINTEXT")), self.listener)
+        assert probe is not None
+        host = probe.host if probe.host not in ("", "0.0.0.0") else "127.0.0.1"
+        return f"{host}:{probe.port}"
 
     def request_stop(self) -> None:
         """Ask :meth:`wait` to return (safe from a signal handler)."""
@@ -462,13 +641,15 @@ class Daemon:
             self._stop_requested.wait(0.5)
 
     def stop(self) -> None:
-        """Stop accepting, shut the actor system down (every actor process exits), close logs."""
+        """Stop accepting, shut the actor system down and wait until every process of its session
+        has exited (up to 20 s after Thespian's own shutdown; stragglers are then SIGKILLed), close
+        the logs. Safe to call more than once."""
         if self._stopped.is_set():
             return
         self._stopped.set()
-        if self.listener is not None:
+        for lst in self.listeners:
             try:
-                self.listener.stop()
+                lst.stop()
             except Exception:  # pragma: no cover
                 log.exception("listener stop")
         rlm = getattr(self, "rlm", None)
@@ -484,21 +665,40 @@ class Daemon:
                 self.asys.shutdown()
             except Exception:  # pragma: no cover
                 log.exception("actor system shutdown")
+            if self.actor_session and not _wait_until(lambda: not session_members(self.actor_session), 20.0):
+                _kill_session(self.actor_session, "of this daemon's actor system", read_cmdline(os.getpid()))
+            (self.data_dir / ACTOR_SYSTEM_FILE).unlink(missing_ok=True)
         if self.logs is not None:
             self.logs.close()
         (self.data_dir / STATUS_FILE).unlink(missing_ok=True)
 
 
-def _pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
+def _kill_session(session: int, what: str, cmdline: str | None) -> list[int]:
+    """SIGKILL every live process of ``session`` (see :func:`actors.watchdog.liveness.session_members`)
+    whose command line is the daemon's ``cmdline`` (Thespian forks every actor from the daemon, so
+    they all show it; a process that does not is not provably ours and is left alone; ``None``:
+    kill nothing), logging them as ``what``. Returns the pids it signalled."""
+    if not cmdline:
+        return []
+    stragglers = [pid for pid in session_members(session) if read_cmdline(pid) == cmdline]
+    if stragglers:
+        log.warning("actor processes %s %s did not exit: SIGKILL", stragglers, what)
+    for pid in stragglers:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return stragglers
+
+
+def _wait_until(done: Any, timeout_s: float, interval_s: float = 0.1) -> bool:
+    """Poll ``done()`` every ``interval_s`` seconds until it is true (returns True) or
+    ``timeout_s`` seconds passed (returns False)."""
+    deadline = time.monotonic() + timeout_s
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval_s)
     return True
 
 

@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import admin, records, share
+from wire import acls, admin, authz, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response, preload
 from wire.server import Connection, Dispatcher
@@ -41,11 +41,21 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     22: (0, 5),  # InitProducerId (idempotent producers; no transactions)
     32: (1, 4),  # DescribeConfigs
     44: (0, 1),  # IncrementalAlterConfigs
+    50: (0, 0),  # DescribeUserScramCredentials (KIP-554)
+    51: (0, 0),  # AlterUserScramCredentials (KIP-554)
     76: (1, 1),  # ShareGroupHeartbeat
     77: (1, 1),  # ShareGroupDescribe
     78: (1, 1),  # ShareFetch
     79: (1, 1),  # ShareAcknowledge
     90: (0, 0),  # DescribeShareGroupOffsets
+    # -- transport: SASL (answered by wire.sasl.SaslServerSession on SASL listeners while
+    #    authenticating; what reaches the dispatcher gets ILLEGAL_SASL_STATE as in KafkaApis)
+    17: (0, 1),  # SaslHandshake (v1: KIP-152 SaslAuthenticate framing)
+    36: (0, 2),  # SaslAuthenticate (v1: session_lifetime_ms, KIP-368)
+    # ACLs (acls): Kafka 4 serves v1-3 (KIP-896 removed v0)
+    29: (1, 3),  # DescribeAcls
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
 }
 
 API_NAMES = {
@@ -61,11 +71,19 @@ API_NAMES = {
     22: "InitProducerId",
     32: "DescribeConfigs",
     44: "IncrementalAlterConfigs",
+    50: "DescribeUserScramCredentials",
+    51: "AlterUserScramCredentials",
     76: "ShareGroupHeartbeat",
     77: "ShareGroupDescribe",
     78: "ShareFetch",
     79: "ShareAcknowledge",
     90: "DescribeShareGroupOffsets",
+    # -- transport
+    17: "SaslHandshake",
+    36: "SaslAuthenticate",
+    29: "DescribeAcls",
+    30: "CreateAcls",
+    31: "DeleteAcls",
 }
 
 
@@ -73,12 +91,16 @@ class KafkaDispatcher(Dispatcher):
     """Routes decoded requests to the handler modules with a :class:`Backend`.
 
     ``auto_create_topics``: Kafka's ``auto.create.topics.enable`` (Metadata may create topics).
+    ``authorizer``: a :class:`wire.authz.Authorizer` (``authorizer.class.name`` set) or ``None``;
+    when set, ``backend`` should be a :class:`wire.authz.AuthorizingBackend` over it and each
+    request's connection is bound for its checks (:func:`wire.authz.bind`).
     Construction preloads the codecs of every ``supported`` version (:func:`wire.protocol.preload`).
     ``stats`` counts requests per api key and ``seconds`` sums their handling time (s, long polls
     included) per api key (both read by ``status``)."""
 
-    def __init__(self, backend: Backend, auto_create_topics: bool = True, supported: dict[int, tuple[int, int]] | None = None) -> None:
+    def __init__(self, backend: Backend, auto_create_topics: bool = True, supported: dict[int, tuple[int, int]] | None = None, authorizer: "authz.Authorizer | None" = None) -> None:
         self.backend = backend
+        self.authorizer = authorizer
         self.auto_create_topics = auto_create_topics
         self.supported = dict(SUPPORTED if supported is None else supported)
         # guard: build every advertised version's frame guard, kio readers and response class now,
@@ -90,8 +112,8 @@ class KafkaDispatcher(Dispatcher):
             0: lambda r, c: records.produce(r, backend),
             1: lambda r, c: records.fetch(r, backend),
             2: lambda r, c: records.list_offsets(r, backend),
-            3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics),
-            10: lambda r, c: admin.find_coordinator(r, backend),
+            3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics, getattr(c, "listener", None)),
+            10: lambda r, c: admin.find_coordinator(r, backend, getattr(c, "listener", None)),
             16: lambda r, c: admin.list_groups(r, backend),
             18: lambda r, c: admin.api_versions(r, self.supported),
             19: lambda r, c: admin.create_topics(r, backend),
@@ -99,11 +121,20 @@ class KafkaDispatcher(Dispatcher):
             22: lambda r, c: records.init_producer_id(r, backend),
             32: lambda r, c: admin.describe_configs(r, backend),
             44: lambda r, c: admin.incremental_alter_configs(r, backend),
+            50: lambda r, c: scram.describe_user_scram_credentials(r, backend),
+            51: lambda r, c: scram.alter_user_scram_credentials(r, backend),
             76: lambda r, c: share.heartbeat(r, backend),
             77: lambda r, c: share.describe(r, backend),
             78: lambda r, c: share.share_fetch(r, backend, c),
             79: lambda r, c: share.share_acknowledge(r, backend, c),
             90: lambda r, c: share.describe_offsets(r, backend),
+            # -- transport
+            17: lambda r, c: sasl.handshake_after_authentication(r),
+            36: lambda r, c: sasl.authenticate_after_authentication(r),
+            # ACLs (acls)
+            29: lambda r, c: acls.describe_acls(r, self.authorizer),
+            30: lambda r, c: acls.create_acls(r, self.authorizer),
+            31: lambda r, c: acls.delete_acls(r, self.authorizer),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:
@@ -111,6 +142,8 @@ class KafkaDispatcher(Dispatcher):
         key = request.api_key
         self.stats[key] = self.stats.get(key, 0) + 1
         t0 = time.perf_counter()
+        if self.authorizer is not None:
+            authz.bind(conn)
         try:
             return self._handlers[key](request, conn)
         finally:

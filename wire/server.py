@@ -8,6 +8,16 @@ connection (Kafka's ``InvalidReceiveException``); a malformed frame (rejected by
 :mod:`wire.frame_guard` before kio decodes it) closes the connection; an unknown API key or
 version is answered with UNSUPPORTED_VERSION (35); a handler that raises, or whose response
 cannot be encoded, closes its connection. None of these affects other connections.
+
+Security (one :class:`KafkaListener` per entry of ``listeners``, see :mod:`wire.listeners`): an
+SSL or SASL_SSL listener wraps each accepted socket with its ``ssl.SSLContext``; the TLS handshake
+runs in the connection's own thread with a timeout (``shoal.ssl.handshake.timeout.ms``), so a
+slow or bad handshake costs only that connection. A SASL_PLAINTEXT or SASL_SSL listener gives
+each connection a :class:`wire.sasl.SaslServerSession` that sees every frame first (before
+authentication only ApiVersions, SaslHandshake and SaslAuthenticate pass; frames are limited to
+``sasl.server.max.receive.size``). A PLAINTEXT listener does none of this: no per-request cost.
+Each :class:`Connection` carries ``principal`` (Kafka form ``User:<name>``), ``listener`` and
+``security_protocol`` for the handlers (Kafka's ``RequestContext``).
 """
 
 from __future__ import annotations
@@ -16,30 +26,20 @@ import logging
 import socket
 import socketserver
 import struct
+import ssl
 import threading
+import time
 from typing import Any
 
 from wire.protocol import FrameError, UnsupportedRequest, decode_request, encode_response
+from wire.sasl import SaslConfig, SaslServerSession
+from wire.tls import ssl_principal
 
-__all__ = ["KafkaListener", "Dispatcher", "parse_listener"]
+__all__ = ["ANONYMOUS", "Connection", "KafkaListener", "Dispatcher"]
 
 log = logging.getLogger("shoal.wire")
 
 _SIZE = struct.Struct(">i")
-
-
-def parse_listener(listeners: str) -> tuple[str, int]:
-    """Parse Kafka's ``listeners`` value (``PLAINTEXT://host:port``; the first entry wins).
-    Returns ``(host, port)``; an empty host means all interfaces (``0.0.0.0``).
-    Raises ``ValueError`` for another security protocol or a malformed entry."""
-    first = listeners.split(",")[0].strip()
-    if "://" not in first:
-        raise ValueError(f"listeners: expected PLAINTEXT://host:port, got {listeners!r}")
-    proto, rest = first.split("://", 1)
-    if proto.upper() != "PLAINTEXT":
-        raise ValueError(f"listeners: only PLAINTEXT is supported, got {proto}")
-    host, _, port = rest.rpartition(":")
-    return (host or "0.0.0.0"), int(port)
 
 
 class Dispatcher:
@@ -62,15 +62,26 @@ class Dispatcher:
         """Called once per connection when it closes (release per-connection state)."""
 
 
+#: Kafka's ``KafkaPrincipal.ANONYMOUS``, in the ``User:<name>`` form handlers and ACLs use.
+ANONYMOUS = "User:ANONYMOUS"
+
+
 class Connection:
-    """Per-connection state handed to handlers: ``peer`` (host, port), ``thread_local`` data."""
+    """Per-connection state handed to handlers: ``peer`` (host, port), ``data`` (per-connection
+    scratch), ``principal`` (``"User:<name>"``: the SASL user, the TLS client certificate's DN, or
+    ``User:ANONYMOUS``), ``listener`` (listener name, e.g. ``"SASL_SSL"``), ``security_protocol``
+    and ``sasl`` (the connection's :class:`wire.sasl.SaslServerSession`, or ``None``)."""
 
-    __slots__ = ("peer", "data", "requests")
+    __slots__ = ("peer", "data", "requests", "principal", "listener", "security_protocol", "sasl")
 
-    def __init__(self, peer: tuple[str, int]) -> None:
+    def __init__(self, peer: tuple[str, int], listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT", principal: str = ANONYMOUS) -> None:
         self.peer = peer
         self.data: dict[str, Any] = {}
         self.requests = 0
+        self.principal = principal
+        self.listener = listener
+        self.security_protocol = security_protocol
+        self.sasl: SaslServerSession | None = None
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
@@ -90,24 +101,48 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def handle(self) -> None:  # noqa: C901 - one loop, one place for each way a connection ends
         """Serve one connection until EOF, a bad frame, or shutdown."""
+        server = self.server
         sock: socket.socket = self.request
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        conn = Connection(self.client_address)
-        dispatcher = self.server.dispatcher
-        max_bytes = self.server.max_request_bytes
+        conn = Connection(self.client_address, server.listener_name, server.security_protocol)
+        tls: ssl.SSLSocket | None = None
+        if server.ssl_context is not None:
+            tls = self._tls_handshake(sock, conn)
+            if tls is None:
+                return
+            sock = tls
+        if server.sasl_config is not None:
+            conn.sasl = SaslServerSession(server.sasl_config, server.dispatcher.supported)
+        dispatcher = server.dispatcher
+        max_bytes = server.max_request_bytes
+        sasl = conn.sasl
         try:
-            while not self.server.stopping.is_set():
+            while not server.stopping.is_set():
                 head = _recv_exact(sock, 4)
                 if head is None:
                     return
                 (size,) = _SIZE.unpack(head)
-                if size <= 0 or size > max_bytes:
-                    log.warning("closing %s: frame size %d outside 1..%d (socket.request.max.bytes)", conn.peer, size, max_bytes)
+                limit = max_bytes
+                if sasl is not None and sasl.max_frame_bytes is not None:
+                    limit = min(limit, sasl.max_frame_bytes)  # sasl.server.max.receive.size before authentication
+                if size <= 0 or size > limit:
+                    log.warning("closing %s: frame size %d outside 1..%d (socket.request.max.bytes / sasl.server.max.receive.size)", conn.peer, size, limit)
                     return
                 payload = _recv_exact(sock, size)
                 if payload is None:
                     return
                 conn.requests += 1
+                if sasl is not None:
+                    step = sasl.receive(payload, int(time.monotonic() * 1000))
+                    if sasl.principal is not None:
+                        conn.principal = sasl.principal
+                    if not step.forward:
+                        if step.response is not None:
+                            sock.sendall(step.response)
+                        if step.close:
+                            log.info("closing %s: SASL %s", conn.peer, sasl.state)
+                            return
+                        continue
                 try:
                     request = decode_request(payload, dispatcher.supported)
                 except UnsupportedRequest as exc:
@@ -142,6 +177,28 @@ class _Handler(socketserver.BaseRequestHandler):
                 dispatcher.connection_closed(conn)
             except Exception:  # pragma: no cover - cleanup must not raise into socketserver
                 log.exception("connection_closed failed")
+            if tls is not None:
+                try:
+                    tls.close()  # socketserver closes only the (detached) plain socket
+                except OSError:  # pragma: no cover
+                    pass
+
+    def _tls_handshake(self, sock: socket.socket, conn: Connection) -> "ssl.SSLSocket | None":
+        """Wrap ``sock`` with the listener's SSL context and run the handshake here, in the
+        connection's thread, bounded by the listener's handshake timeout. Sets the SSL principal
+        on an SSL listener. Returns the TLS socket, or ``None`` (logged) when the handshake fails."""
+        server = self.server
+        assert server.ssl_context is not None
+        sock.settimeout(server.handshake_timeout_s)
+        try:
+            tls = server.ssl_context.wrap_socket(sock, server_side=True)
+        except (ssl.SSLError, OSError) as exc:
+            log.info("closing %s: TLS handshake on %s failed: %s", conn.peer, server.listener_name, exc)
+            return None
+        tls.settimeout(None)
+        if server.security_protocol == "SSL":
+            conn.principal = ssl_principal(tls)
+        return tls
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -153,20 +210,64 @@ class _Server(socketserver.ThreadingTCPServer):
         self.dispatcher = dispatcher
         self.max_request_bytes = max_request_bytes
         self.stopping = threading.Event()
+        self.listener_name = "PLAINTEXT"
+        self.security_protocol = "PLAINTEXT"
+        self.ssl_context: ssl.SSLContext | None = None
+        self.sasl_config: SaslConfig | None = None
+        self.handshake_timeout_s = 10.0
         super().__init__(addr, _Handler)
 
 
 class KafkaListener:
-    """Owns the listening socket and its accept thread.
+    """Owns one listening socket (one entry of ``listeners``) and its accept thread.
 
-    ``KafkaListener(host, port, dispatcher, max_request_bytes)``; :meth:`start` binds and serves
-    in a background thread; :attr:`port` is the bound port (useful with port 0); :meth:`stop`
-    stops accepting and closes the socket (open connections end when their threads next read).
+    ``KafkaListener(host, port, dispatcher, max_request_bytes, name=, security_protocol=,
+    ssl_context=, sasl_config=, handshake_timeout_s=)``: ``name`` is the listener name (upper
+    case) and ``security_protocol`` one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL;
+    ``ssl_context`` is required for SSL/SASL_SSL (see :func:`wire.tls.server_context`) and
+    ``sasl_config`` for SASL_* (see :func:`wire.sasl.sasl_config`); ``handshake_timeout_s``
+    bounds each TLS handshake (seconds). Raises ``ValueError`` when those do not match the
+    protocol. :meth:`start` binds and serves in a background thread; :attr:`port` is the bound
+    port (useful with port 0); :meth:`stop` stops accepting and closes the socket (open
+    connections end when their threads next read).
     """
 
-    def __init__(self, host: str, port: int, dispatcher: Dispatcher, max_request_bytes: int = 104857600) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        dispatcher: Dispatcher,
+        max_request_bytes: int = 104857600,
+        *,
+        name: str = "PLAINTEXT",
+        security_protocol: str = "PLAINTEXT",
+        ssl_context: ssl.SSLContext | None = None,
+        sasl_config: SaslConfig | None = None,
+        handshake_timeout_s: float = 10.0,
+    ) -> None:
+        uses_tls = security_protocol in ("SSL", "SASL_SSL")
+        uses_sasl = security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        if security_protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+            raise ValueError(f"unknown security protocol {security_protocol}")
+        if uses_tls != (ssl_context is not None) or uses_sasl != (sasl_config is not None):
+            raise ValueError(f"listener {name} ({security_protocol}): an SSL context is needed exactly for SSL/SASL_SSL and a SASL config exactly for SASL_*")
         self._server = _Server((host, port), dispatcher, max_request_bytes)
+        self._server.listener_name = name
+        self._server.security_protocol = security_protocol
+        self._server.ssl_context = ssl_context
+        self._server.sasl_config = sasl_config
+        self._server.handshake_timeout_s = handshake_timeout_s
         self._thread: threading.Thread | None = None
+
+    @property
+    def name(self) -> str:
+        """The listener name (e.g. ``"SASL_SSL"``)."""
+        return self._server.listener_name
+
+    @property
+    def security_protocol(self) -> str:
+        """The listener's security protocol."""
+        return self._server.security_protocol
 
     @property
     def port(self) -> int:
@@ -180,7 +281,7 @@ class KafkaListener:
 
     def start(self) -> "KafkaListener":
         """Bind and serve in a background thread; returns self."""
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name="kafka-listener", daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.2}, name=f"kafka-listener-{self.name}", daemon=True)
         self._thread.start()
         return self
 

@@ -22,6 +22,7 @@ from dataclasses import replace
 
 from wire.backend import AckBatch, ShareFetchPartition, SharePartitionAck
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.listeners import endpoint_for
 from wire.protocol import DecodedRequest
 
 __all__ = ["describe", "describe_offsets", "heartbeat", "share_acknowledge", "share_fetch", "validate_ack_batches"]
@@ -105,8 +106,9 @@ def _group_by_topic(cls: type, topic_cls: str, node_id: int, parts: list[Any]) -
     return tuple(nested(cls, topic_cls, topic_id=tid, partitions=tuple(ps)) for tid, ps in by_topic.items())
 
 
-def _endpoints(cls: type, backend: Any) -> tuple[Any, ...]:
-    return (nested(cls, "NodeEndpoint", node_id=i32(backend.node_id), host=backend.host, port=i32(backend.port), rack=None),)
+def _endpoints(cls: type, backend: Any, conn: Any = None) -> tuple[Any, ...]:
+    host, port = endpoint_for(backend, getattr(conn, "listener", None))  # the listener the request came on
+    return (nested(cls, "NodeEndpoint", node_id=i32(backend.node_id), host=host, port=i32(port), rack=None),)
 
 
 def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
@@ -138,7 +140,7 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
         error_message=r.message,
         acquisition_lock_timeout=datetime.timedelta(milliseconds=r.lock_timeout_ms),
         responses=_group_by_topic(cls, "ShareFetchableTopicResponse", backend.node_id, parts) if r.error is None else (),
-        node_endpoints=_endpoints(cls, backend),
+        node_endpoints=_endpoints(cls, backend, conn),
     )
 
 
@@ -165,7 +167,7 @@ def share_acknowledge(req: DecodedRequest, backend: Any, conn: Any = None) -> An
             nested(cls, "PartitionData", partition_index=i32(pidx), error_code=ErrorCode.invalid_request, error_message=reason, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(backend.node_id), leader_epoch=i32(0)))
         )
     resp_parts = tuple(nested(cls, "ShareAcknowledgeTopicResponse", topic_id=tid, partitions=tuple(ps)) for tid, ps in by_topic.items())
-    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), error_message=r.message, responses=resp_parts if r.error is None else (), node_endpoints=_endpoints(cls, backend))
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), error_message=r.message, responses=resp_parts if r.error is None else (), node_endpoints=_endpoints(cls, backend, conn))
 
 
 def describe(req: DecodedRequest, backend: Any) -> Any:

@@ -13,6 +13,9 @@ A thin shell over the pure model (:mod:`actors.controller.state`): *receive → 
   ``shoal.controller.eventlog.frontier.interval`` positions (default 100); its since only moves
   by policy (``NoPolicy(0)``: events are never deleted), replay/audit sessions hold it;
 * saves a snapshot every ``shoal.controller.snapshot.interval.events`` events (default 1000);
+* decides AlterUserScramCredentials (KIP-554; the stored and server keys are derived here, the
+  salted password is never persisted) and answers DescribeUserScramCredentials and the
+  listener's credential query from its folded state;
 * re-evaluates time-based retention every ``log.retention.check.interval.ms`` (Kafka's default
   300000 ms) and tells subscribers (:class:`SubscribeFrontiers`) whenever a since moves;
 * starts children on demand by ``(kind, name)`` (:class:`ChildLookup`) from a registry of class
@@ -33,6 +36,7 @@ import json
 import logging
 import os
 import time
+import uuid
 from datetime import timedelta
 from typing import Any, Callable
 
@@ -40,11 +44,21 @@ from thespian.actors import ActorExitRequest, ChildActorExited, DeadEnvelope, Po
 
 from actors.base import EventSourcedActor, PersistError
 from actors.controller import frontiers as fr
+from actors.controller import scram as sc
 from actors.controller import topics as tp
+from actors.controller import acls as ac
 from actors.controller.messages import (
+    AclsReply,
+    AclsRequest,
+    CreateAclsReply,
+    CreateAclsRequest,
+    DeleteAclsReply,
+    DeleteAclsRequest,
     AllocateProducerIdsReply,
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
+    AlterUserScramCredentialsReply,
+    AlterUserScramCredentialsRequest,
     BrokerFailedNotice,
     ChildAddress,
     ChildKindRegistered,
@@ -56,6 +70,8 @@ from actors.controller.messages import (
     DeleteTopicsRequest,
     DescribeConfigsReply,
     DescribeConfigsRequest,
+    DescribeUserScramCredentialsReply,
+    DescribeUserScramCredentialsRequest,
     ElectLeadersRequest,
     FrontierCommand,
     FrontierReply,
@@ -70,6 +86,8 @@ from actors.controller.messages import (
     PartitionResults,
     ReadHoldsChange,
     RegisterChildKind,
+    ScramCredentialsReply,
+    ScramCredentialsRequest,
     SinceAdvanced,
     StateDump,
     StateDumpRequest,
@@ -160,6 +178,8 @@ class ControllerActor(EventSourcedActor):
         self._poisoned = 0
         self._last_position = 0
         self._eventlog_interval = 100
+        #: with ``state.acls.changes``, names the ACL set for the listeners' caches
+        self._acl_incarnation = uuid.uuid4().hex[:12]
 
     # -- dispatch ---------------------------------------------------------------------------
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
@@ -368,6 +388,24 @@ class ControllerActor(EventSourcedActor):
         assert self.state is not None
         self.send(sender, DescribeConfigsReply(tp.describe_configs(self.state.topics, msg.resources, msg.include_synonyms)))
 
+    # -- SCRAM credentials (KIP-554) -------------------------------------------------------------
+    def receiveMsg_AlterUserScramCredentialsRequest(self, msg: AlterUserScramCredentialsRequest, sender: Any) -> None:
+        """AlterUserScramCredentials → :class:`AlterUserScramCredentialsReply` once the
+        credential events are durable (decided by :func:`actors.controller.scram.decide_alter`)."""
+        cmd = sc.AlterUserScramCredentials(tuple(msg.deletions), tuple(msg.upsertions))
+        self._execute(cmd, sender, lambda d, ch: AlterUserScramCredentialsReply(tuple(d.reply) if isinstance(d, Decision) else ()))
+
+    def receiveMsg_DescribeUserScramCredentialsRequest(self, msg: DescribeUserScramCredentialsRequest, sender: Any) -> None:
+        """DescribeUserScramCredentials → :class:`DescribeUserScramCredentialsReply` (a query)."""
+        assert self.state is not None
+        self.send(sender, DescribeUserScramCredentialsReply(tuple(sc.describe(self.state.scram, msg.users))))
+
+    def receiveMsg_ScramCredentialsRequest(self, msg: ScramCredentialsRequest, sender: Any) -> None:
+        """Every credential → :class:`ScramCredentialsReply` (the listener's authentication cache)."""
+        assert self.state is not None
+        creds = tuple((u, m, c) for (u, m), c in sorted(self.state.scram.credentials.items()))
+        self.send(sender, ScramCredentialsReply(self.state.version, creds))
+
     def receiveMsg_MetadataRequest(self, msg: MetadataRequest, sender: Any) -> None:
         """Metadata → :class:`MetadataReply`, auto-creating topics when allowed."""
         assert self.state is not None
@@ -434,6 +472,30 @@ class ControllerActor(EventSourcedActor):
             return host or "127.0.0.1", int(port)
         except ValueError:
             return host or "127.0.0.1", 9092
+
+    # -- ACLs ----------------------------------------------------------------------------------------
+    def _acl_token(self) -> str:
+        """Names the current ACL set: this incarnation and the changes its AclSet has seen (every
+        applied AclsCreated/AclsDeleted, whichever path applied it, moves it)."""
+        assert self.state is not None
+        return f"{self._acl_incarnation}:{id(self.state.acls)}:{self.state.acls.changes}"
+
+    def receiveMsg_CreateAclsRequest(self, msg: CreateAclsRequest, sender: Any) -> None:
+        """CreateAcls → :class:`CreateAclsReply` (``AclsCreated`` appended before the reply)."""
+        cmd = ac.CreateAcls(tuple(msg.creations))
+        self._execute(cmd, sender, lambda d, ch: CreateAclsReply(tuple(d.reply) if isinstance(d, Decision) else (), self._acl_token()))
+
+    def receiveMsg_DeleteAclsRequest(self, msg: DeleteAclsRequest, sender: Any) -> None:
+        """DeleteAcls → :class:`DeleteAclsReply` (``AclsDeleted`` appended before the reply)."""
+        cmd = ac.DeleteAcls(tuple(msg.filters))
+        self._execute(cmd, sender, lambda d, ch: DeleteAclsReply(tuple(d.reply) if isinstance(d, Decision) else (), self._acl_token()))
+
+    def receiveMsg_AclsRequest(self, msg: AclsRequest, sender: Any) -> None:
+        """The ACLs for a listener's authorizer cache → :class:`AclsReply` (``acls=None`` when the
+        asker's token is current: a cheap poll)."""
+        assert self.state is not None
+        token = self._acl_token()
+        self.send(sender, AclsReply(token, None if msg.known_token == token else tuple(self.state.acls)))
 
     # -- partitions ----------------------------------------------------------------------------------
     def receiveMsg_ElectLeadersRequest(self, msg: ElectLeadersRequest, sender: Any) -> None:

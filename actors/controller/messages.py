@@ -30,17 +30,38 @@ ChildLookup                    ChildAddress once the child answered Configured; 
 RegisterChildKind              ChildKindRegistered
 StopChild                      ChildStopped once it exited
 StateDumpRequest               StateDump(version, state: the JSON-able dict of the evented state)
+AlterUserScramCredentialsRequest    AlterUserScramCredentialsReply(results: tuple[AlterResult])
+DescribeUserScramCredentialsRequest DescribeUserScramCredentialsReply(results: tuple[DescribeResult])
+ScramCredentialsRequest        ScramCredentialsReply(credentials: ((user, mechanism, ScramCredential), …))
 StatusRequest                  StatusReply(name, ready, counts)
+CreateAclsRequest              CreateAclsReply(results: tuple[AclCreateResult, ...], token)
+DeleteAclsRequest              DeleteAclsReply(results: tuple[AclDeleteResult, ...], token)
+AclsRequest                    AclsReply(token, acls: tuple[AclBinding, ...] | None)
 =============================  ===================================================================
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Sequence
 
+from actors.controller.acls import AclBinding, AclBindingFilter, AclCreateResult, AclDeleteResult
+from actors.controller.scram import AlterResult, DescribeResult, ScramCredential, ScramDeletion, ScramUpsertion
 from actors.messages import _Msg
 
 __all__ = [
+    "AlterUserScramCredentialsReply",
+    "AlterUserScramCredentialsRequest",
+    "DescribeUserScramCredentialsReply",
+    "DescribeUserScramCredentialsRequest",
+    "ScramCredentialsReply",
+    "ScramCredentialsRequest",
+    "AclsReply",
+    "AclsRequest",
+    "CreateAclsReply",
+    "CreateAclsRequest",
+    "DeleteAclsReply",
+    "DeleteAclsRequest",
     "AllocateProducerIdsReply",
     "AllocateProducerIdsRequest",
     "AlterPartitionRequest",
@@ -489,3 +510,112 @@ class StateDump(_Msg):
     def __init__(self, version: int, state: dict[str, Any]) -> None:
         self.version = version
         self.state = state
+
+
+# --- SCRAM credentials (KIP-554) --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AlterUserScramCredentialsRequest:
+    """AlterUserScramCredentials (API 51): ``deletions`` and ``upsertions`` (the pure model's
+    :class:`~actors.controller.scram.ScramDeletion` / :class:`~actors.controller.scram.ScramUpsertion`,
+    mechanism as Kafka's type id). The controller derives the stored and server keys and appends
+    the credential events before it replies :class:`AlterUserScramCredentialsReply`. With an
+    authorizer on, the listener requires ALTER on CLUSTER first (Kafka ``KafkaApis``)."""
+
+    deletions: tuple[ScramDeletion, ...] = ()
+    upsertions: tuple[ScramUpsertion, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class AlterUserScramCredentialsReply:
+    """One :class:`~actors.controller.scram.AlterResult` per user (accepted deletions, accepted
+    upsertions, then errors), the events already durable."""
+
+    results: tuple[AlterResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeUserScramCredentialsRequest:
+    """DescribeUserScramCredentials (API 50) of ``users`` (``None`` or empty: every user with a
+    credential). A query: nothing is appended. Reply :class:`DescribeUserScramCredentialsReply`.
+    With an authorizer on, the listener requires DESCRIBE on CLUSTER first."""
+
+    users: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DescribeUserScramCredentialsReply:
+    """One :class:`~actors.controller.scram.DescribeResult` per user (mechanisms and iterations only)."""
+
+    results: tuple[DescribeResult, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredentialsRequest:
+    """Every stored SCRAM credential, for the listener's authentication cache
+    (:meth:`wire.controller_client.ControllerClient.scram_credential`). Reply :class:`ScramCredentialsReply`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredentialsReply:
+    """``credentials``: ``(user, mechanism name, ScramCredential)`` sorted by user and mechanism,
+    as of the controller stream ``version``."""
+
+    version: int
+    credentials: tuple[tuple[str, str, ScramCredential], ...]
+
+
+# --- ACLs (CreateAcls 30, DeleteAcls 31, DescribeAcls 29 and the listeners' authorizer cache) -----
+
+
+@dataclass(frozen=True, slots=True)
+class CreateAclsRequest:
+    """CreateAcls: ``creations`` (:class:`~actors.controller.acls.AclBinding`, enums by name) in
+    request order. Reply :class:`CreateAclsReply`."""
+
+    creations: tuple[AclBinding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateAclsReply:
+    """Per creation :class:`~actors.controller.acls.AclCreateResult` (request order), and the ACL
+    ``token`` after the change (see :class:`AclsReply`)."""
+
+    results: tuple[AclCreateResult, ...]
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAclsRequest:
+    """DeleteAcls: ``filters`` (:class:`~actors.controller.acls.AclBindingFilter`) in request
+    order. Reply :class:`DeleteAclsReply`."""
+
+    filters: tuple[AclBindingFilter, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteAclsReply:
+    """Per filter :class:`~actors.controller.acls.AclDeleteResult` (request order) and the ACL
+    ``token`` after the change."""
+
+    results: tuple[AclDeleteResult, ...]
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class AclsRequest:
+    """Ask for the current ACLs unless they are still those of ``known_token`` (a token from an
+    earlier :class:`AclsReply`; ``None`` = always send them). Reply :class:`AclsReply`."""
+
+    known_token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AclsReply:
+    """``token``: names the ACL set (the controller incarnation and the changes applied to its
+    ACL set: equal tokens, equal sets); ``acls``: every ACL (sorted), or ``None`` when the asker's
+    token is current."""
+
+    token: str
+    acls: tuple[AclBinding, ...] | None

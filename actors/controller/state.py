@@ -16,7 +16,11 @@ and :mod:`actors.controller.frontiers` (Materialize's storage collections):
 * hold commands of holders named ``share:<group>`` are applied only for topics with the Shoal
   extension ``share.groups.hold.retention=true`` (otherwise ignored: Kafka never lets readers hold
   retention); releases are always applied, also those inside an ignored command (a hold moved
-  after the topic opted out is released, not kept).
+  after the topic opted out is released, not kept);
+* SCRAM credentials (KIP-554) are decided by :mod:`actors.controller.scram`
+  (:class:`~actors.controller.scram.AlterUserScramCredentials` → ``UserScramCredentialSet`` /
+  ``UserScramCredentialRemoved``, ``Decision.reply`` the per-user results) and folded into
+  ``ControllerState.scram``.
 """
 
 from __future__ import annotations
@@ -25,10 +29,14 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from actors.controller import acls as ac
 from actors.controller import frontiers as fr
 from actors.controller import replication as rep
+from actors.controller import scram as sc
 from actors.controller import topics as tp
 from events.controller import (
+    AclsCreated,
+    AclsDeleted,
     BrokerConfigsAltered,
     CollectionSpec,
     CollectionsCreated,
@@ -40,6 +48,8 @@ from events.controller import (
     TopicConfigsAltered,
     TopicCreated,
     TopicDeleted,
+    UserScramCredentialRemoved,
+    UserScramCredentialSet,
     config_map,
 )
 
@@ -152,17 +162,31 @@ class ControllerState:
         self.frontiers = fr.FrontierState()
         #: the first producer id of the next block (every id below it was handed out)
         self.next_producer_id = 0
+        #: SCRAM credentials (KIP-554), :mod:`actors.controller.scram`
+        self.scram = sc.ScramState()
+        #: the ACLs (CreateAcls/DeleteAcls), indexed for authorization
+        self.acls = ac.AclSet()
         self.version = 0
 
     def to_dict(self) -> dict[str, Any]:
-        """The evented state as a JSON-able dict (snapshots; equality after restart)."""
-        return {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict(), "next_producer_id": self.next_producer_id}
+        """The evented state as a JSON-able dict (snapshots; equality after restart). ``scram``
+        (salts and derived keys, base64; never a password) is present once a credential exists,
+        ``acls`` (sorted) once an ACL exists, so snapshots of logs without them keep their
+        earlier shape."""
+        d = {"topics": self.topics.to_dict(), "frontiers": self.frontiers.to_dict(), "next_producer_id": self.next_producer_id}
+        if self.scram.credentials:
+            d["scram"] = self.scram.to_dict()
+        if len(self.acls):
+            d["acls"] = self.acls.to_list()
+        return d
 
     def load_dict(self, d: Mapping[str, Any], version: int) -> None:
         """Replace the evented state with a :meth:`to_dict` snapshot folded up to ``version``."""
         self.topics.load_dict(d["topics"])
         self.frontiers = fr.FrontierState.from_dict(d["frontiers"])
         self.next_producer_id = int(d.get("next_producer_id", 0))  # snapshots before producer ids: none handed out
+        self.scram = sc.ScramState.from_dict(d.get("scram"))  # absent: no credential (or a snapshot before SCRAM)
+        self.acls = ac.AclSet.from_list(d.get("acls", ()))  # absent: no ACL (or a snapshot before ACLs)
         self.version = version
 
     def collection_topic(self, collection_id: str) -> tp.Topic | None:
@@ -276,6 +300,15 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
         if first > _MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
             return fr.Rejected("ProducerIdsExhausted", "Exhausted all producerIds as the next block's end producerId would exceed the int64 range", "UNKNOWN_SERVER_ERROR")
         return Decision([ProducerIdsAllocated(cmd.broker_id, first, PRODUCER_ID_BLOCK_SIZE)], (first, PRODUCER_ID_BLOCK_SIZE))
+    if isinstance(cmd, sc.AlterUserScramCredentials):
+        events, results = sc.decide_alter(state.scram, cmd)
+        return Decision(events, results)
+    if isinstance(cmd, ac.CreateAcls):
+        acl_events, acl_results = ac.decide_create_acls(state.acls, cmd)
+        return Decision(list(acl_events), acl_results)
+    if isinstance(cmd, ac.DeleteAcls):
+        del_events, del_results = ac.decide_delete_acls(state.acls, cmd)
+        return Decision(list(del_events), del_results)
     if isinstance(cmd, ReconcilePolicies):
         changes = _policy_changes(state, state.topics, now_ms)
         return Decision([ReadPoliciesSet(tuple(changes), now_ms)] if changes else [], None)
@@ -426,5 +459,11 @@ def apply(state: ControllerState, event: Any) -> list[fr.SinceChange]:
         return []
     if isinstance(event, ProducerIdsAllocated):
         state.next_producer_id = max(state.next_producer_id, event.first_producer_id + event.block_size)
+        return []
+    if isinstance(event, (UserScramCredentialSet, UserScramCredentialRemoved)):
+        sc.evolve(state.scram, event)
+        return []
+    if isinstance(event, (AclsCreated, AclsDeleted)):
+        ac.evolve(state.acls, event)
         return []
     return state.frontiers.apply(event)

@@ -25,6 +25,11 @@ reused; hold counts never go negative; ``collection:`` holds are the model's own
   recording it in ``CollectionSpec.transitive_dependencies``; a collection whose since is ``{}``
   is gone. ``tests/projections/test_controller_sql.py`` checks that rule against ``evolve``.
 
+* ``controller_scram_credentials``: per user and mechanism, the last credential event decides
+  (set: the row with its iterations; removed: no row). No salt, key or password.
+* ``controller_acls``: an ACL is present when its last event is an ``AclsCreated`` (the decider
+  creates only absent ACLs and deletes only present ones, so the last event decides).
+
 The frontiers table shows the policy as its canonical JSON text (what the events carry) and the
 dependencies as rows of ``controller_dependencies`` (an ordered list cannot be joined into one
 string the same way in both engines).
@@ -126,6 +131,34 @@ PRODUCER_IDS = SnapshotTable(
     ("stream_id",),
 )
 
+# SCRAM credentials (KIP-554): who has a credential for which mechanism, with how many
+# iterations. Salts and keys stay out of the table: they are not passwords, but they allow an
+# offline dictionary attack, and an audit needs none of them.
+SCRAM_CREDENTIALS = SnapshotTable(
+    "controller_scram_credentials",
+    pa.schema([("stream_id", pa.string()), ("user", pa.string()), ("mechanism", pa.string()), ("iterations", pa.int64())]),
+    ("stream_id", "user", "mechanism"),
+)
+
+
+#: ACLs (CreateAcls/DeleteAcls): one row per ACL, every column of the binding, enums by Kafka name
+ACLS = SnapshotTable(
+    "controller_acls",
+    pa.schema(
+        [
+            ("stream_id", pa.string()),
+            ("resource_type", pa.string()),
+            ("resource_name", pa.string()),
+            ("pattern_type", pa.string()),
+            ("principal", pa.string()),
+            ("host", pa.string()),
+            ("operation", pa.string()),
+            ("permission", pa.string()),
+        ]
+    ),
+    ("stream_id", "resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission"),
+)
+
 
 def to_rows(stream_id: str, st) -> dict:
     """Snapshot rows of one folded ``ControllerState``."""
@@ -179,6 +212,10 @@ def to_rows(stream_id: str, st) -> dict:
         HOLDS.name: holds,
         # the first id of the next producer-id block (KIP-98): a row once a block was handed out
         PRODUCER_IDS.name: [{"stream_id": stream_id, "next_producer_id": st.next_producer_id}] if st.next_producer_id else [],
+        SCRAM_CREDENTIALS.name: [
+            {"stream_id": stream_id, "user": u, "mechanism": m, "iterations": c.iterations} for (u, m), c in st.scram.credentials.items()
+        ],
+        ACLS.name: [{"stream_id": stream_id, **row} for row in st.acls.to_list()],
     }
 
 
@@ -444,6 +481,21 @@ FROM ev_controller_ProducerIdsAllocated
 GROUP BY stream_id
 """
 
+# SCRAM credentials: per (user, mechanism) the last UserScramCredentialSet/Removed decides
+# (the decider removes only existing credentials, so "last is a Set" is "exists").
+_SCRAM_CREDENTIALS_SQL = """
+SELECT stream_id, "user", mechanism, iterations
+FROM (
+  SELECT u.*, row_number() OVER (PARTITION BY stream_id, "user", mechanism ORDER BY position DESC) AS rn
+  FROM (
+    SELECT stream_id, "user", mechanism, iterations, position, 0 AS removed FROM ev_controller_UserScramCredentialSet
+    UNION ALL
+    SELECT stream_id, "user", mechanism, NULL, position, 1 FROM ev_controller_UserScramCredentialRemoved
+  ) u
+) x
+WHERE rn = 1 AND removed = 0
+"""
+
 _HOLDS_SQL = """
 SELECT h.stream_id, h.collection_id, h.holder, h."offset", h.n AS "count"
 FROM ctl_held h
@@ -453,6 +505,24 @@ SELECT d.stream_id, d.value, 'collection:' || d.collection_id, s.since, count(*)
 FROM ev_controller_CollectionsCreated__collections__dependencies d
 JOIN ctl_since s ON s.stream_id = d.stream_id AND s.collection_id = d.collection_id
 GROUP BY d.stream_id, d.value, d.collection_id, s.since
+"""
+
+
+_ACL_COLUMNS = "resource_type, resource_name, pattern_type, principal, host, operation, permission"
+
+# An ACL is present when its last event names it as created (the decider never creates a present
+# ACL nor deletes an absent one).
+_ACLS_SQL = f"""
+SELECT stream_id, {_ACL_COLUMNS}
+FROM (
+  SELECT u.*, row_number() OVER (PARTITION BY stream_id, {_ACL_COLUMNS} ORDER BY position DESC) AS rn
+  FROM (
+    SELECT stream_id, position, {_ACL_COLUMNS}, 1 AS live FROM ev_controller_AclsCreated__acls
+    UNION ALL
+    SELECT stream_id, position, {_ACL_COLUMNS}, 0 AS live FROM ev_controller_AclsDeleted__acls
+  ) u
+) x
+WHERE rn = 1 AND live = 1
 """
 
 
@@ -480,7 +550,7 @@ def build() -> DomainProjection:
     return DomainProjection(
         name="controller",
         event_types=event_types,
-        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS),
+        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS, SCRAM_CREDENTIALS, ACLS),
         initial=lambda _sid: cs.ControllerState(),
         evolve=cs.evolve,
         to_rows=to_rows,
@@ -494,10 +564,12 @@ def build() -> DomainProjection:
             DEPENDENCIES.name: _DEPENDENCIES_SQL,
             HOLDS.name: _HOLDS_SQL,
             PRODUCER_IDS.name: _PRODUCER_IDS_SQL,
+            SCRAM_CREDENTIALS.name: _SCRAM_CREDENTIALS_SQL,
+            ACLS.name: _ACLS_SQL,
         },
         decode_state=decode_state,
         encode_state=lambda st: json.dumps(st.to_dict(), separators=(",", ":")).encode(),
-        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds",
+        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds, SCRAM credentials, ACLs",
     )
 
 

@@ -13,8 +13,10 @@ from thespian.actors import ActorExitRequest, ActorSystem
 
 from actors.controller import frontiers as fr
 from actors.controller import messages as M
+from actors.controller import scram as sc
 from actors.controller import state as S
 from actors.controller import topics as tp
+from actors.controller.acls import AclBinding, AclBindingFilter, AclCreateResult, AclDeleteResult
 from actors.controller.actor import ControllerActor
 from actors.journal import JournalActor
 from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
@@ -397,6 +399,20 @@ def _samples():
         M.StateDump(3, {"topics": {}}),
         M.AllocateProducerIdsRequest(1),
         M.AllocateProducerIdsReply(None, 1000, 1000),
+        # SCRAM credentials (KIP-554)
+        M.AlterUserScramCredentialsRequest((sc.ScramDeletion("u", 1),), (sc.ScramUpsertion("v", 2, 4096, b"salt", b"salted"),)),
+        M.AlterUserScramCredentialsReply((sc.AlterResult("u"), sc.AlterResult("v", "DUPLICATE_RESOURCE", "m"))),
+        M.DescribeUserScramCredentialsRequest(("u",)),
+        M.DescribeUserScramCredentialsReply((sc.DescribeResult("u", infos=(sc.CredentialInfo(1, 4096),)),)),
+        M.ScramCredentialsRequest(),
+        M.ScramCredentialsReply(3, (("u", "SCRAM-SHA-256", sc.ScramCredential(b"s", b"k1", b"k2", 4096)),)),
+        # ACLs
+        M.CreateAclsRequest((AclBinding("TOPIC", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),
+        M.CreateAclsReply((AclCreateResult(), AclCreateResult("INVALID_REQUEST", "m")), "x:1"),
+        M.DeleteAclsRequest((AclBindingFilter(),)),
+        M.DeleteAclsReply((AclDeleteResult(None, None, (AclBinding("TOPIC", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),), "x:2"),
+        M.AclsRequest("x:1"),
+        M.AclsReply("x:2", None),
     ]
 
 

@@ -2,15 +2,24 @@
 with its own data dir and Thespian admin port; real confluent-kafka clients talk to it.
 
 Cleanup is checked by PID: Thespian's admin daemonizes (setsid + fork) and forks one process per
-actor, all with the daemon's command line — which names the test's unique data dir — so every
-process of a daemon is found by scanning ``/proc/*/cmdline`` for that dir. After each daemon
-stops, the harness asserts none is left (and kills stragglers so one failure does not leak into
-the next test).
+actor, all with the daemon's command line — which names the test's unique data dir — and all in the
+admin's session. Every process of a daemon is found by scanning ``/proc`` for that dir in the
+command line and for the actor system's session (recorded by the daemon in
+``shoal.actors.json``; the session still finds the actors should their command line ever change,
+e.g. with ``setproctitle`` installed). After each daemon stops, the harness asserts none is left
+(and kills stragglers so one failure does not leak into the next test).
+
+Ports come from outside the kernel's ephemeral range (``net.ipv4.ip_local_port_range``): a port
+from inside it can be taken by any outgoing connection or port-0 bind — each Thespian actor binds
+one — between the moment a test picks it and the moment the daemon binds it, or between a SIGKILL
+and a restart that reuses the killed daemon's ports.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -24,25 +33,55 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's ephemeral port range (inclusive); Linux's default where unknown."""
+    try:
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
 def free_port() -> int:
-    """A free TCP port on 127.0.0.1 (bind to 0, read, close)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that is free now and outside the ephemeral range (so no outgoing
+    connection or port-0 bind can take it before the daemon binds it): random below the range
+    (from 10000; above it when that is too small), checked with a bind without ``SO_REUSEADDR``."""
+    lo, hi = _ephemeral_range()
+    choices = [(10000, lo - 1)] if lo - 1 - 10000 >= 1000 else [(hi + 1, 65535)]
+    rng = random.Random()
+    for _ in range(200):
+        a, b = rng.choice(choices)
+        port = rng.randint(a, b)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port outside the ephemeral range")
+
+
+def session_pids(session: int) -> list[int]:
+    """PIDs of the live (not zombie) processes in session ``session``."""
+    from actors.watchdog.liveness import session_members
+
+    return session_members(session)
 
 
 def pids_with(marker: str) -> list[int]:
-    """PIDs of live processes whose command line contains ``marker``."""
+    """PIDs of live (not zombie) processes with ``marker`` as one whole argument of their command
+    line (a whole argument, so ``…/data1`` does not also find the processes of ``…/data10``)."""
+    want = marker.encode()
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
             continue
         try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (d / "stat").read_text().split(") ", 1)[1][0]
-        except OSError:
+            args = (d / "cmdline").read_bytes().split(b"\0")
+            state = (d / "stat").read_text().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
             continue
-        if marker in cmd and state != "Z":
+        if want in args and state not in ("Z", "X"):
             out.append(int(d.name))
     return out
 
@@ -58,6 +97,8 @@ class DaemonProcess:
         self.proc: subprocess.Popen | None = None
         self.killed = False
         self.log_path = data_dir.parent / f"{data_dir.name}-daemon.log"
+        #: The actor system's session id (from ``shoal.actors.json`` once started; 0 unknown).
+        self.session = 0
 
     @property
     def bootstrap(self) -> str:
@@ -79,6 +120,10 @@ class DaemonProcess:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"daemon exited with {self.proc.returncode}: {self.log_tail()}")
             if probe_api_versions("127.0.0.1", self.port, 1.0):
+                try:
+                    self.session = int(json.loads((self.data_dir / "shoal.actors.json").read_text())["session"] or 0)
+                except (OSError, ValueError, KeyError, TypeError):
+                    self.session = 0
                 return self
             time.sleep(0.2)
         raise RuntimeError(f"daemon not ready after {timeout_s}s: {self.log_tail()}")
@@ -116,7 +161,16 @@ class DaemonProcess:
             time.sleep(0.1)
 
     def all_pids(self) -> list[int]:
-        return pids_with(str(self.data_dir))
+        """Every live process of this daemon: its data dir in the command line, or in its actor
+        system's session (sorted, no zombies)."""
+        found = set(pids_with(str(self.data_dir)))
+        if self.session:
+            found.update(session_pids(self.session))
+        return sorted(found)
+
+    def actor_pids(self) -> list[int]:
+        """The live processes of this daemon's actor system (its session): admin, logger, actors."""
+        return session_pids(self.session) if self.session else []
 
     def assert_no_processes_left(self, timeout_s: float = 20) -> None:
         deadline = time.monotonic() + timeout_s

@@ -38,6 +38,20 @@ def set_group_config(bootstrap: str, group: str, key: str, value: str) -> None:
         f.result(30)
 
 
+def upsert_scram_credentials(bootstrap: str, users: dict[str, str], mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512"), iterations: int = 4096) -> None:
+    """AlterUserScramCredentials (KIP-554) through AdminClient: for each ``user: password`` and
+    mechanism, an upsertion with ``iterations``; one request per mechanism, since Kafka's
+    ``ScramControlManager`` refuses two changes of one user in one request (DUPLICATE_RESOURCE).
+    Raises the first per-user error."""
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    a = admin(bootstrap)
+    for m in mechanisms:
+        info = ScramCredentialInfo(getattr(ScramMechanism, m.replace("-", "_")), iterations)
+        for f in a.alter_user_scram_credentials([UserScramCredentialUpsertion(u, info, pw.encode()) for u, pw in users.items()]).values():
+            f.result(30)
+
+
 def produce(bootstrap: str, topic: str, values: list[str], partitioner=None, **conf: Any) -> dict[str, tuple[int, int]]:
     """Produce ``values`` (acks=all); returns value → (partition, offset) of every acknowledged
     record. ``partitioner(i)`` picks the partition of the i-th value (default: i % 3)."""

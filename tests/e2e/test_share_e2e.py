@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import SHARED_OVERRIDES
+from tests.e2e.conftest import SHARED_OVERRIDES, session_pids
 from tests.e2e.helpers import create_topic, describe_share_group, list_offsets, produce, raw_request, read_log, set_group_config, start_worker, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -218,7 +218,7 @@ def test_daemon_sigkilled_mid_stream_restarts_without_losing_or_redelivering(dae
 
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from tests.e2e.conftest import SHARED_OVERRIDES
+    from tests.e2e.conftest import SHARED_OVERRIDES, session_pids
 
     d = daemon_factory(**SHARED_OVERRIDES)
     bs = d.bootstrap
@@ -422,20 +422,57 @@ def test_second_daemon_on_a_busy_admin_port_refuses_to_start(daemon_factory, tmp
     assert admin(d.bootstrap).list_topics(timeout=10).brokers  # the first one is unaffected
 
 
-def test_restart_after_only_the_main_process_was_sigkilled_cleans_up_orphaned_actors(daemon_factory):
-    """SIGKILL of the daemon's main process alone leaves its Thespian admin and actor processes
-    running; a daemon restarted on the same data dir shuts that orphaned actor system down
-    (identified by the status file's dead pid and admin port), starts, and serves the data."""
+def _admin_port_open(port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def test_sigkill_of_only_the_main_process_stops_its_whole_actor_system(daemon_factory):
+    """SIGKILL of the daemon's main process alone (no cleanup code runs in it): the actor system's
+    watchdog notices and shuts the system down, so every Thespian process of that daemon (admin,
+    logger, journal, controller, RLMM and share-group actors) is gone within a bounded wait; the
+    data dir then restarts with the same ports and serves the data."""
     d = daemon_factory()
     create_topic(d.bootstrap, "kept", 1)
     produce(d.bootstrap, "kept", ["k0", "k1"], partitioner=lambda i: 0)
+    actors = d.actor_pids()
+    assert d.session and len(actors) >= 4 and d.proc.pid not in actors
     os.kill(d.proc.pid, signal.SIGKILL)
     d.proc.wait(10)
     d.killed = True
-    orphans = d.all_pids()
-    assert orphans, "expected Thespian processes to outlive the main process"
+    # polled, not slept: the watchdog checks every second (shoal.actor.system.watchdog.ms)
+    assert wait_for(lambda: not d.all_pids(), 30, 0.05), f"left behind: {d.all_pids()}"
+    assert not _admin_port_open(d.admin_port)
     d2 = daemon_factory(data_dir=d.data_dir, port=d.port, admin_port=d.admin_port)
-    assert not (set(orphans) & set(d2.all_pids()) - {d2.proc.pid})
+    assert d2.session != d.session
+    assert list_offsets(d2.port, "kept", 0, -1) == (0, 2)
+
+
+@pytest.mark.parametrize("watchdog_ms", ["0", "1000"], ids=["restart-with-no-watchdog", "restart-racing-the-watchdog"])
+def test_restart_right_after_a_sigkill_of_the_main_process_cleans_up_the_orphans(daemon_factory, watchdog_ms):
+    """A daemon restarted on the same data dir (same ports) at once after its predecessor's main
+    process was SIGKILLed: with the watchdog off the orphaned actor system is still complete and the
+    new daemon shuts it down; with it on, the restart races the watchdog's own shutdown. Either
+    way, when the new daemon is ready no process of the old actor system is left (it waited for
+    the old session to empty, so old actors never run next to the new ones) and the data is served."""
+    d = daemon_factory(**{"shoal.actor.system.watchdog.ms": watchdog_ms})
+    create_topic(d.bootstrap, "kept", 1)
+    produce(d.bootstrap, "kept", ["k0", "k1"], partitioner=lambda i: 0)
+    old = d.session
+    assert old and d.actor_pids()
+    os.kill(d.proc.pid, signal.SIGKILL)
+    d.proc.wait(10)
+    d.killed = True
+    if watchdog_ms == "0":
+        assert d.actor_pids(), "without a watchdog the actor system outlives its daemon"
+    d2 = daemon_factory(data_dir=d.data_dir, port=d.port, admin_port=d.admin_port)
+    assert session_pids(old) == []
+    assert d2.session != old and d2.actor_pids()
     assert list_offsets(d2.port, "kept", 0, -1) == (0, 2)
 
 

@@ -231,3 +231,31 @@ def test_cli_replay_auto_engine_and_snapshots_rebuild(tmp_path):
     log.close()
     r = CliRunner().invoke(_app(), ["replay", "--url", url, "--verify"], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
+
+
+def test_audit_acls_at_a_position_and_now(tmp_path):
+    """``audit acls``: the ACLs in force at a log position (before a deletion: still there), and
+    now; created ACLs carry the position of their creation."""
+    from events.controller import STREAM_ID, AclBinding, AclsCreated, AclsDeleted, TopicDeleted
+
+    read = AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
+    deny = AclBinding("GROUP", "g-", "PREFIXED", "User:*", "*", "ALL", "DENY")
+    url = f"sqlite:///{tmp_path / 'acls.db'}"
+    log = open_event_log(url)
+    first = log.append(STREAM_ID, [new_event(AclsCreated((read, deny)))]).last_position
+    log.append(STREAM_ID, [new_event(TopicDeleted("0" * 32, "x"))])  # other controller events are skipped
+    log.append(STREAM_ID, [new_event(AclsDeleted((read,)))])
+    log.close()
+    r = CliRunner().invoke(_app(), ["audit", "acls", "--url", url, "--at", str(first), "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [(g["principal"], g["resource_type"], g["resource_name"], g["pattern_type"], g["operation"], g["permission"], g["host"], g["position"]) for g in rows] == [
+        ("User:*", "GROUP", "g-", "PREFIXED", "ALL", "DENY", "*", first),
+        ("User:alice", "TOPIC", "orders", "LITERAL", "READ", "ALLOW", "*", first),
+    ]
+    r = CliRunner().invoke(_app(), ["audit", "acls", "--url", url, "--json"])
+    assert [g["principal"] for g in json.loads(r.stdout)] == ["User:*"]
+    r = CliRunner().invoke(_app(), ["audit", "acls", "--url", url, "--at", "2000-01-01T00:00:00Z", "--json"])
+    assert json.loads(r.stdout) == []  # before any event
+    r = CliRunner().invoke(_app(), ["audit", "acls", "--url", url, "--at", str(first)], env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "User:alice" in r.output and "TOPIC:orders" in r.output

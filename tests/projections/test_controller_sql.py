@@ -19,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.controller import frontiers as fr
+from actors.controller import acls as ac
+from actors.controller import scram as sc
 from actors.controller import state as S
 from actors.controller import topics as tp
 from events import controller as ev
@@ -80,6 +82,16 @@ _op = st.one_of(
     st.tuples(st.just("drop"), _small),
     st.tuples(st.just("delete_records"), _small, st.integers(-1, 40)),
     st.tuples(st.just("producer_ids"), st.integers(1, 3)),
+    # SCRAM credentials (KIP-554): upsertions/deletions of a few users, some refused by the decider
+    st.tuples(st.just("scram"), st.lists(st.tuples(st.sampled_from(["upsert", "upsert", "delete"]), st.sampled_from(["u1", "u2", "u3"]),
+                                                   st.sampled_from([1, 2, 2, 3]), st.sampled_from([4096, 8192, 100])), min_size=1, max_size=3)),
+    st.tuples(st.just("scram_delete"), _small),  # an existing credential
+    # ACLs: CreateAcls of a few bindings (some invalid, some present) or, two times in three when
+    # ACLs exist, DeleteAcls by a MATCH filter on an existing ACL's resource (one kind of op, so the
+    # other kinds keep their share of the examples)
+    st.tuples(st.just("acl"), st.lists(st.tuples(st.sampled_from(["TOPIC", "GROUP", "ANY"]), st.sampled_from(["a", "ab", "*"]),
+                                                 st.sampled_from(["LITERAL", "PREFIXED"]), st.sampled_from(["READ", "ALL"]),
+                                                 st.sampled_from(["ALLOW", "DENY"])), min_size=1, max_size=3), _small),
 )
 
 
@@ -195,6 +207,19 @@ def _command(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
         return fr.DeleteRecords(cid, op[2]) if cid else None
     if kind == "producer_ids":
         return S.AllocateProducerIds(op[1])
+    if kind == "scram":
+        dels = tuple(sc.ScramDeletion(user, mech) for what, user, mech, _ in op[1] if what == "delete")
+        ups = tuple(sc.ScramUpsertion(user, mech, it, b"salt-" + user.encode(), b"salted-" + user.encode()) for what, user, mech, it in op[1] if what == "upsert")
+        return sc.AlterUserScramCredentials(dels, ups)
+    if kind == "scram_delete":
+        key = _pick(cs.scram.credentials, op[1])
+        return sc.AlterUserScramCredentials((sc.ScramDeletion(key[0], sc.MECHANISM_TYPES[key[1]]),)) if key else None
+    if kind == "acl":
+        present = sorted(cs.acls)
+        if present and op[2] % 3:
+            b = present[op[2] % len(present)]
+            return ac.DeleteAcls((ac.AclBindingFilter(b.resource_type, b.resource_name, "MATCH"),))
+        return ac.CreateAcls(tuple(ac.AclBinding(rt, name, pt, "User:u", "*", opn, perm) for rt, name, pt, opn, perm in op[1]))
     raise AssertionError(kind)
 
 
@@ -242,7 +267,7 @@ def _kinds(entries) -> set[str]:
 
 
 def test_generated_logs_cover_every_controller_event():
-    """Sanity check of the generator itself: across a few hundred examples every controller event
+    """Sanity check of the generator itself: across a thousand examples every controller event
     type appears, as do dependencies, export tokens, dependency holds and dropped collections
     (so the differential tests below exercise the SQL for all of them)."""
     seen: set[str] = set()
@@ -255,7 +280,7 @@ def test_generated_logs_cover_every_controller_event():
             exports += any(h.startswith(fr.EXPORT_HOLDER_PREFIX) for h in c.holds)
         drops_gone += bool(cs.frontiers.dropped)
 
-    @settings(max_examples=300, deadline=None, database=None)
+    @settings(max_examples=1000, deadline=None, database=None)
     @given(ops=controller_ops)
     def collect(ops):
         seen.update(_kinds(run_commands(ops, watch)))
@@ -381,6 +406,30 @@ def test_controller_sql_handles_an_example_with_every_feature(tmp_path):
     holds = {(r["collection_id"], r["holder"], r["offset"], r["count"]) for r in rows["controller_holds"]}
     assert holds == {("w", "h", 5, 2), ("v", "collection:w", 5, 1), ("u", "collection:v", 5, 1),
                      ("u", "export:s1", 20, 1), ("u", "h", 20, 1)}
+
+
+def test_controller_sql_folds_scram_credentials(tmp_path):
+    """SCRAM credentials (KIP-554): replaced, removed and created again; the table shows the
+    live ones with their iterations and nothing secret. DuckDB against literals and Python."""
+
+    def up(user: str, mech: int, iterations: int) -> sc.ScramUpsertion:
+        return sc.ScramUpsertion(user, mech, iterations, b"salt-" + user.encode(), b"salted-" + user.encode())
+
+    entries = _decide_all([
+        sc.AlterUserScramCredentials((), (up("alice", 1, 4096), up("bob", 2, 8192))),
+        sc.AlterUserScramCredentials((), (up("alice", 2, 5000),)),
+        sc.AlterUserScramCredentials((sc.ScramDeletion("bob", 2),), (up("carol", 1, 4096),)),
+        sc.AlterUserScramCredentials((), (up("bob", 2, 10000),)),  # created again after its removal
+        sc.AlterUserScramCredentials((), (up("alice", 1, 16384),)),  # replaced
+        sc.AlterUserScramCredentials((sc.ScramDeletion("carol", 1),), ()),
+    ])
+    rows = _fold_both(tmp_path, entries)
+    assert [(r["user"], r["mechanism"], r["iterations"]) for r in rows["controller_scram_credentials"]] == [
+        ("alice", "SCRAM-SHA-256", 16384),
+        ("alice", "SCRAM-SHA-512", 5000),
+        ("bob", "SCRAM-SHA-512", 10000),
+    ]
+    assert set(rows["controller_scram_credentials"][0]) == {"stream_id", "user", "mechanism", "iterations"}
 
 
 def _fold_both(tmp_path, entries) -> dict:

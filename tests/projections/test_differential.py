@@ -709,11 +709,38 @@ def _controller_entries():
     create = st.tuples(st.just("create"), st.sampled_from(["a", "b", "c"]), st.integers(1, 3), brokers, st.integers(-1, 4))
     change = st.tuples(st.just("change"), st.integers(0, 5), st.integers(0, 5), brokers, st.integers(-1, 4), st.integers(0, 9))
     delete = st.tuples(st.just("delete"), st.integers(0, 5))
+    # ACLs: created only when absent, deleted only when present (as the ACL decider writes them)
+    binding = st.builds(
+        ctl.AclBinding,
+        st.sampled_from(["TOPIC", "GROUP", "CLUSTER"]),
+        st.sampled_from(["a", "b*", "kafka-cluster", "*"]),
+        st.sampled_from(["LITERAL", "PREFIXED"]),
+        st.sampled_from(["User:alice", "User:*"]),
+        st.sampled_from(["*", "10.0.0.1"]),
+        st.sampled_from(["READ", "ALL", "DESCRIBE"]),
+        st.sampled_from(["ALLOW", "DENY"]),
+    )
+    acl_create = st.tuples(st.just("acl_create"), st.lists(binding, min_size=1, max_size=3))
+    acl_delete = st.tuples(st.just("acl_delete"), st.lists(st.integers(0, 9), min_size=1, max_size=3))
 
     def materialize(ops):
         live: dict[str, tuple[str, int]] = {}
+        acls: set = set()
         out, fresh = [], itertools.count(1)
         for op in ops:
+            if op[0] == "acl_create":
+                new = tuple(dict.fromkeys(b for b in op[1] if b not in acls))
+                if new:
+                    acls.update(new)
+                    out.append(("controller", ctl.AclsCreated(new)))
+                continue
+            if op[0] == "acl_delete":
+                present = sorted(acls)
+                gone = tuple(sorted({present[i % len(present)] for i in op[1]})) if present else ()
+                if gone:
+                    acls.difference_update(gone)
+                    out.append(("controller", ctl.AclsDeleted(gone)))
+                continue
             if op[0] == "create" and op[1] not in live:
                 tid = f"{next(fresh):032x}"
                 _, name, n, reps, leader = op
@@ -730,7 +757,7 @@ def _controller_entries():
                 out.append(("controller", ctl.TopicDeleted(live.pop(name)[0], name)))
         return out
 
-    return st.lists(st.one_of(create, change, change, delete), max_size=30).map(materialize)
+    return st.lists(st.one_of(create, change, change, delete, acl_create, acl_delete), max_size=30).map(materialize)
 
 
 controller_logs = _controller_entries()

@@ -13,7 +13,7 @@ import pytest
 from tests.wire.fake_backend import FakeBackend
 from wire.dispatch import KafkaDispatcher
 from wire.protocol import decode_response, encode_request, request_header
-from wire.server import KafkaListener, parse_listener
+from wire.server import KafkaListener
 
 
 @pytest.fixture()
@@ -46,13 +46,6 @@ def _read_frame(s: socket.socket) -> bytes | None:
             return None
         body += chunk
     return body
-
-
-def test_parse_listener():
-    assert parse_listener("PLAINTEXT://127.0.0.1:9092") == ("127.0.0.1", 9092)
-    assert parse_listener("PLAINTEXT://:9093,SSL://x:1") == ("0.0.0.0", 9093)
-    with pytest.raises(ValueError):
-        parse_listener("SSL://h:1")
 
 
 def test_pipelined_requests_are_answered_in_order(listener):

@@ -1,0 +1,411 @@
+"""The listener's authorizer and its enforcement: which ACL each request needs, and Kafka's
+``*_AUTHORIZATION_FAILED`` answers.
+
+* :class:`Authorizer` is on when ``authorizer.class.name`` is set (Kafka's
+  ``org.apache.kafka.metadata.authorizer.StandardAuthorizer``, or any non-empty value: Shoal has
+  one authorizer; empty = off, Kafka's default). It applies ``super.users`` and
+  ``allow.everyone.if.no.acl.found`` (default false) to a cached
+  :class:`~actors.controller.acls.AclSet` (rules in :mod:`actors.controller.acls`, after Kafka's
+  ``StandardAuthorizerData``).
+* The cache lives in the listener process. It is replaced at once after this node's own
+  CreateAcls/DeleteAcls (their reply carries the controller's ACL token, and the authorizer
+  fetches the set before the response leaves), and otherwise re-validated at most every
+  ``shoal.authorizer.refresh.ms`` (default 1000) by one cheap ask (the controller answers "unchanged"
+  when the token is current). Bound: an ACL change made through another node is enforced here at
+  most ``shoal.authorizer.refresh.ms`` plus one controller round trip after it was committed,
+  while the controller answers. A refresh that fails keeps the last set (the controller is
+  recovering) and is retried after the interval; before the first load every request is denied
+  (fail closed) and every request retries the load.
+* :class:`AuthorizingBackend` wraps the :class:`~wire.backend.Backend` the handlers use and checks
+  each call as Kafka's ``KafkaApis``/``AuthHelper`` does (table in its docstring). The principal
+  and host are those of the connection the current thread serves (:func:`bind`, called by the
+  dispatcher; one thread per connection): ``conn.principal`` (``"User:ANONYMOUS"`` on PLAINTEXT)
+  and ``conn.peer[0]``. With the authorizer off the dispatcher uses the plain backend: no per-request
+  cost at all.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from dataclasses import replace
+from typing import Any, Callable, Mapping, Sequence
+
+from actors.controller.acls import CLUSTER_NAME, AclSet, parse_super_users
+from actors.controller.scram import AlterResult
+from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchPartition, ShareFetchResult, TopicInfo, TopicSpec
+from wire.server import ANONYMOUS
+
+__all__ = ["ANONYMOUS", "Authorizer", "AuthorizingBackend", "allowed", "bind", "from_config"]
+
+log = logging.getLogger("shoal.wire.authz")
+
+
+_current = threading.local()
+
+
+def bind(conn: Any) -> None:
+    """Make ``conn`` the connection whose principal and host this thread's checks use (the
+    dispatcher calls it before each handler when the authorizer is on)."""
+    _current.conn = conn
+
+
+def _who() -> tuple[str, str]:
+    conn = getattr(_current, "conn", None)
+    if conn is None:
+        return ANONYMOUS, ""
+    principal = getattr(conn, "principal", None) or ANONYMOUS
+    peer = getattr(conn, "peer", None)
+    return principal, (str(peer[0]) if peer else "")
+
+
+class Authorizer:
+    """ACL checks for this listener process.
+
+    ``source(known_token) -> (token, acls or None)`` fetches the ACLs from the controller
+    (:meth:`wire.controller_client.ControllerClient.acls`); ``controller`` (optional) serves
+    :meth:`create_acls`/:meth:`delete_acls`. ``cfg``: ``super.users``,
+    ``allow.everyone.if.no.acl.found``, ``shoal.authorizer.refresh.ms``. ``clock``: monotonic
+    seconds (tests pass their own)."""
+
+    def __init__(self, cfg: Mapping[str, str], source: Callable[[str | None], tuple[str, Any]], controller: Any = None, clock: Callable[[], float] = time.monotonic) -> None:
+        self.super_users = parse_super_users(cfg.get("super.users"))
+        self.allow_if_no_acl = str(cfg.get("allow.everyone.if.no.acl.found", "false")).strip().lower() == "true"
+        self.refresh_s = float(cfg.get("shoal.authorizer.refresh.ms", "1000")) / 1000
+        self._source = source
+        self._controller = controller
+        self._clock = clock
+        self._acls: AclSet | None = None
+        self._token: str | None = None
+        self._checked_at = float("-inf")
+        self._lock = threading.Lock()
+
+    # -- the cache --------------------------------------------------------------------------
+    def refresh(self) -> bool:
+        """Re-validate the cache now (one ask; the set is rebuilt only when the token changed).
+        Returns False (and keeps the last set) when the controller could not answer."""
+        try:
+            token, acls = self._source(self._token)
+        except Exception as exc:  # the controller is recovering or busy: keep what we have
+            log.info("ACL refresh failed: %s", exc)
+            if self._acls is not None:
+                self._checked_at = self._clock()  # retry after the interval, not on every request
+            return False
+        if acls is not None:
+            self._acls = AclSet(acls)
+        self._token = token
+        self._checked_at = self._clock()
+        return True
+
+    def acls(self) -> AclSet | None:
+        """The cached ACLs, re-validated first when older than ``shoal.authorizer.refresh.ms``
+        (one thread refreshes; the others use the current set meanwhile). ``None`` before the
+        first successful load."""
+        if self._clock() - self._checked_at >= self.refresh_s and self._lock.acquire(blocking=self._acls is None):
+            try:
+                if self._clock() - self._checked_at >= self.refresh_s:
+                    self.refresh()
+            finally:
+                self._lock.release()
+        return self._acls
+
+    def _changed(self, token: str | None) -> None:
+        """This node changed the ACLs (controller token ``token``): reload before answering."""
+        if token is not None and token != self._token:
+            with self._lock:
+                self.refresh()
+
+    # -- checks -----------------------------------------------------------------------------
+    def authorize(self, principal: str, host: str, operation: str, resource_type: str, name: str) -> bool:
+        """May ``principal`` from ``host`` do ``operation`` (Kafka ``AclOperation`` name) on
+        ``(resource_type, name)``? See :meth:`AclSet.authorize`; denied before the first load
+        (super users excepted)."""
+        if principal in self.super_users:
+            return True
+        acls = self.acls()
+        if acls is None:
+            return False
+        return acls.authorize(principal, host, operation, resource_type, name, self.super_users, self.allow_if_no_acl)
+
+    def authorize_any(self, principal: str, host: str, operation: str, resource_type: str) -> bool:
+        """May ``principal`` do ``operation`` on some resource of ``resource_type``? (Kafka's
+        ``authorizeByResourceType``; :meth:`AclSet.authorize_by_resource_type`.)"""
+        if principal in self.super_users:
+            return True
+        acls = self.acls()
+        if acls is None:
+            return False
+        return acls.authorize_by_resource_type(principal, host, operation, resource_type, self.super_users, self.allow_if_no_acl)
+
+    def check(self, operation: str, resource_type: str, name: str) -> bool:
+        """:meth:`authorize` for the connection bound to this thread (:func:`bind`)."""
+        principal, host = _who()
+        return self.authorize(principal, host, operation, resource_type, name)
+
+    def check_any(self, operation: str, resource_type: str) -> bool:
+        """:meth:`authorize_any` for the connection bound to this thread."""
+        principal, host = _who()
+        return self.authorize_any(principal, host, operation, resource_type)
+
+    # -- ACL administration (CreateAcls / DeleteAcls) ---------------------------------------
+    def create_acls(self, creations: Sequence[Any]) -> list[Any]:
+        """CreateAcls through the controller; the cache holds the result before this returns.
+        Returns the per-creation :class:`~actors.controller.acls.AclCreateResult` list."""
+        results, token = self._controller.create_acls(creations)
+        self._changed(token)
+        return results
+
+    def delete_acls(self, filters: Sequence[Any]) -> list[Any]:
+        """DeleteAcls through the controller; the cache holds the result before this returns.
+        Returns the per-filter :class:`~actors.controller.acls.AclDeleteResult` list."""
+        results, token = self._controller.delete_acls(filters)
+        self._changed(token)
+        return results
+
+
+def from_config(cfg: Mapping[str, str], controller: Any) -> Authorizer | None:
+    """The authorizer ``cfg`` asks for (``authorizer.class.name`` non-empty) over ``controller``
+    (a :class:`~wire.controller_client.ControllerClient`), loaded once; ``None`` when off."""
+    if not str(cfg.get("authorizer.class.name") or "").strip():
+        return None
+    authz = Authorizer(cfg, controller.acls, controller)
+    authz.refresh()
+    return authz
+
+
+def allowed(backend: Any, operation: str, resource_type: str, name: str) -> bool:
+    """For handlers that check outside a backend call (Metadata, FindCoordinator): True when
+    ``backend`` is not an :class:`AuthorizingBackend` (authorizer off), else its verdict for the
+    bound connection."""
+    if type(backend) is not AuthorizingBackend:
+        return True
+    return backend.authorizer.check(operation, resource_type, name)
+
+
+_CONFIG_RESOURCES = {2: ("TOPIC", "TOPIC_AUTHORIZATION_FAILED"), 4: ("CLUSTER", "CLUSTER_AUTHORIZATION_FAILED"), 32: ("GROUP", "GROUP_AUTHORIZATION_FAILED")}
+
+
+class AuthorizingBackend:
+    """The :class:`~wire.backend.Backend` the handlers see when the authorizer is on: every call
+    is checked for the bound connection, then delegated to ``inner``. Other attributes
+    (``node_id``, ``host``, ``port``, ``cluster_id`` …) are ``inner``'s.
+
+    ============================  =============================================================
+    call (API)                    ACL (Kafka ``KafkaApis`` / ``AuthHelper``) → error when denied
+    ============================  =============================================================
+    topics (Metadata, all)        DESCRIBE topic: unauthorized topics are left out
+    create_topics (CreateTopics,  CREATE on the cluster, else CREATE on the topic →
+    Metadata auto-create)         TOPIC_AUTHORIZATION_FAILED
+    delete_topics                 DELETE on the cluster, else DELETE topic →
+                                  TOPIC_AUTHORIZATION_FAILED (by id: an id the connection may
+                                  not DESCRIBE answers UNKNOWN_TOPIC_ID, where Kafka says
+                                  TOPIC_AUTHORIZATION_FAILED)
+    describe_configs              DESCRIBE_CONFIGS on the topic / cluster (broker) / group →
+                                  TOPIC_/CLUSTER_/GROUP_AUTHORIZATION_FAILED
+    alter_configs                 ALTER_CONFIGS, same resources and errors
+    list_groups                   DESCRIBE cluster: all; else the groups with DESCRIBE
+    produce                       WRITE topic → TOPIC_AUTHORIZATION_FAILED (per partition)
+    fetch                         READ topic → TOPIC_AUTHORIZATION_FAILED (per partition)
+    list_offset                   DESCRIBE topic → TOPIC_AUTHORIZATION_FAILED
+    init_producer_id              transactional id: WRITE on it → TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+                                  else IDEMPOTENT_WRITE cluster or WRITE on any topic →
+                                  CLUSTER_AUTHORIZATION_FAILED
+    share_heartbeat               READ group → GROUP_AUTHORIZATION_FAILED; DESCRIBE on every
+                                  subscribed topic → TOPIC_AUTHORIZATION_FAILED
+    share_fetch/acknowledge       READ group → GROUP_AUTHORIZATION_FAILED; READ topic → per
+                                  partition TOPIC_AUTHORIZATION_FAILED (its acks not applied)
+    share_group_describe          DESCRIBE group → GROUP_AUTHORIZATION_FAILED
+    share_group_offsets           DESCRIBE group → GROUP_AUTHORIZATION_FAILED; DESCRIBE topic →
+                                  per partition TOPIC_AUTHORIZATION_FAILED
+    describe_user_scram_          DESCRIBE cluster → CLUSTER_AUTHORIZATION_FAILED (the response)
+    credentials (50)
+    alter_user_scram_             ALTER cluster → CLUSTER_AUTHORIZATION_FAILED for every user
+    credentials (51)
+    ============================  =============================================================
+    """
+
+    #: ``inner``'s methods that need no ACL (no resource is read or changed through them)
+    UNCHECKED = frozenset({"data_version", "wait_for_data", "status", "tiered_segments", "scram_credential"})
+
+    def __init__(self, inner: Any, authorizer: Authorizer) -> None:
+        self.inner = inner
+        self.authorizer = authorizer
+
+    def __getattr__(self, name: str) -> Any:
+        """``inner``'s attribute ``name``: data (``node_id``, ``host``, ``endpoints`` …) and the
+        methods in :data:`UNCHECKED`. Any other method of ``inner`` has no authorization rule here
+        and raises ``AttributeError`` (fail closed: a new backend call must get its ACL first)."""
+        value = getattr(self.inner, name)
+        if callable(value) and name not in self.UNCHECKED:
+            raise AttributeError(f"backend call {name!r} has no authorization rule (wire/authz.py AuthorizingBackend)")
+        return value
+
+    def _ok(self, operation: str, resource_type: str, name: str) -> bool:
+        return self.authorizer.check(operation, resource_type, name)
+
+    # -- control plane ------------------------------------------------------------------------
+    def topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
+        """The topics the connection may DESCRIBE."""
+        return [t for t in self.inner.topics(names) if self._ok("DESCRIBE", "TOPIC", t.name)]
+
+    def create_topics(self, specs: Sequence[TopicSpec], validate_only: bool):
+        """CREATE on the cluster or on each topic; the others get TOPIC_AUTHORIZATION_FAILED."""
+        cluster = self._ok("CREATE", "CLUSTER", CLUSTER_NAME)
+        ok = [s for s in specs if cluster or self._ok("CREATE", "TOPIC", s.name)]
+        out = self.inner.create_topics(ok, validate_only) if ok else {}
+        for s in specs:
+            if s not in ok:
+                out[s.name] = ("TOPIC_AUTHORIZATION_FAILED", None, None)
+        return out
+
+    def delete_topics(self, names: Sequence[str]):
+        """DELETE on the cluster, else DELETE on each topic; the others get
+        TOPIC_AUTHORIZATION_FAILED (``ControllerApis.deleteTopics``)."""
+        cluster = self._ok("DELETE", "CLUSTER", CLUSTER_NAME)
+        ok = [n for n in names if cluster or self._ok("DELETE", "TOPIC", n)]
+        out = self.inner.delete_topics(ok) if ok else {}
+        for n in names:
+            if n not in ok:
+                out[n] = ("TOPIC_AUTHORIZATION_FAILED", None)
+        return out
+
+    def _config_check(self, op: str, resource_type: int, name: str) -> str | None:
+        rtype, error = _CONFIG_RESOURCES.get(resource_type, (None, None))
+        if rtype is None:
+            return None  # the inner backend answers INVALID_REQUEST
+        return None if self._ok(op, rtype, CLUSTER_NAME if rtype == "CLUSTER" else name) else error
+
+    def describe_configs(self, resource_type: int, name: str, keys: Sequence[str] | None):
+        """DESCRIBE_CONFIGS on the topic, the cluster (broker resources) or the group."""
+        err = self._config_check("DESCRIBE_CONFIGS", resource_type, name)
+        return (err, None, []) if err else self.inner.describe_configs(resource_type, name, keys)
+
+    def alter_configs(self, resource_type: int, name: str, ops, validate_only: bool):
+        """ALTER_CONFIGS on the topic, the cluster (broker resources) or the group."""
+        err = self._config_check("ALTER_CONFIGS", resource_type, name)
+        return (err, None) if err else self.inner.alter_configs(resource_type, name, ops, validate_only)
+
+    def list_groups(self, types: Sequence[str], states: Sequence[str]):
+        """All groups with DESCRIBE on the cluster, else those with DESCRIBE on the group."""
+        rows = self.inner.list_groups(types, states)
+        if self._ok("DESCRIBE", "CLUSTER", CLUSTER_NAME):
+            return rows
+        return [r for r in rows if self._ok("DESCRIBE", "GROUP", r[0])]
+
+    # -- data plane ---------------------------------------------------------------------------
+    def produce(self, topic: str, partition: int, records: bytes, acks: int) -> ProduceResult:
+        """WRITE on the topic."""
+        if not self._ok("WRITE", "TOPIC", topic):
+            return ProduceResult("TOPIC_AUTHORIZATION_FAILED")
+        return self.inner.produce(topic, partition, records, acks)
+
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
+        """READ on the topic."""
+        if not self._ok("READ", "TOPIC", topic):
+            return FetchedPartition("TOPIC_AUTHORIZATION_FAILED")
+        return self.inner.fetch(topic, partition, offset, max_bytes)
+
+    def list_offset(self, topic: str, partition: int, timestamp: int):
+        """DESCRIBE on the topic."""
+        if not self._ok("DESCRIBE", "TOPIC", topic):
+            return "TOPIC_AUTHORIZATION_FAILED", -1, -1
+        return self.inner.list_offset(topic, partition, timestamp)
+
+    def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int):
+        """WRITE on the transactional id, or (idempotent) IDEMPOTENT_WRITE on the cluster or
+        WRITE on any topic."""
+        if transactional_id is not None:
+            if not self._ok("WRITE", "TRANSACTIONAL_ID", transactional_id):
+                return "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", -1, -1
+        elif not (self._ok("IDEMPOTENT_WRITE", "CLUSTER", CLUSTER_NAME) or self.authorizer.check_any("WRITE", "TOPIC")):
+            return "CLUSTER_AUTHORIZATION_FAILED", -1, -1
+        return self.inner.init_producer_id(transactional_id, producer_id, producer_epoch)
+
+    # -- share groups -------------------------------------------------------------------------
+    def share_heartbeat(self, group, member_id, epoch, rack, subscribed, client_id, client_host) -> HeartbeatResult:
+        """READ on the group, DESCRIBE on every subscribed topic."""
+        if not self._ok("READ", "GROUP", group):
+            return HeartbeatResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized")
+        denied = [t for t in subscribed or () if not self._ok("DESCRIBE", "TOPIC", t)]
+        if denied:
+            return HeartbeatResult("TOPIC_AUTHORIZATION_FAILED", f"Topics not authorized: {sorted(denied)}")
+        return self.inner.share_heartbeat(group, member_id, epoch, rack, subscribed, client_id, client_host)
+
+    def _names(self) -> dict[str, str]:
+        controller = getattr(self.inner, "controller", None)
+        return controller.names_by_id() if controller is not None else {str(t.topic_id): t.name for t in self.inner.topics()}
+
+    def _denied_ids(self, ids: set[uuid.UUID]) -> set[uuid.UUID]:
+        if not ids:
+            return set()
+        names = self._names()
+        return {tid for tid in ids if str(tid) in names and not self._ok("READ", "TOPIC", names[str(tid)])}
+
+    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms) -> ShareFetchResult:
+        """READ on the group; READ on each topic (denied partitions answer
+        TOPIC_AUTHORIZATION_FAILED, their acknowledgements are not applied)."""
+        if not self._ok("READ", "GROUP", group):
+            return ShareFetchResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized")
+        denied = self._denied_ids({t for t, _ in wanted} | {a.topic_id for a in acks})
+        if not denied:
+            return self.inner.share_fetch(group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms)
+        r = self.inner.share_fetch(group, member, epoch, [w for w in wanted if w[0] not in denied], forgotten, [a for a in acks if a.topic_id not in denied], max_records, max_wait_ms)
+        return self._with_denied(r, {w for w in wanted if w[0] in denied} | {(a.topic_id, a.partition) for a in acks if a.topic_id in denied}, fetch=True)
+
+    def share_acknowledge(self, group, member, epoch, acks) -> ShareFetchResult:
+        """READ on the group; READ on each topic (as :meth:`share_fetch`)."""
+        if not self._ok("READ", "GROUP", group):
+            return ShareFetchResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized")
+        denied = self._denied_ids({a.topic_id for a in acks})
+        if not denied:
+            return self.inner.share_acknowledge(group, member, epoch, acks)
+        r = self.inner.share_acknowledge(group, member, epoch, [a for a in acks if a.topic_id not in denied])
+        return self._with_denied(r, {(a.topic_id, a.partition) for a in acks if a.topic_id in denied}, fetch=False)
+
+    @staticmethod
+    def _with_denied(r: ShareFetchResult, denied: set[tuple[uuid.UUID, int]], fetch: bool) -> ShareFetchResult:
+        if r.error is not None:
+            return r
+        err = "TOPIC_AUTHORIZATION_FAILED"
+        extra = tuple(
+            ShareFetchPartition(tid, p, error=err if fetch else None, ack_error=err) for tid, p in sorted(denied, key=lambda x: (str(x[0]), x[1]))
+        )
+        return replace(r, partitions=tuple(r.partitions) + extra)
+
+    def share_group_describe(self, group: str) -> dict:
+        """DESCRIBE on the group."""
+        if not self._ok("DESCRIBE", "GROUP", group):
+            return {"error": "GROUP_AUTHORIZATION_FAILED", "message": "The group is not authorized"}
+        return self.inner.share_group_describe(group)
+
+    def share_group_offsets(self, group: str, topics):
+        """DESCRIBE on the group; DESCRIBE on each topic (denied ones: per partition
+        TOPIC_AUTHORIZATION_FAILED, start offset -1)."""
+        if not self._ok("DESCRIBE", "GROUP", group):
+            return "GROUP_AUTHORIZATION_FAILED", "The group is not authorized", []
+        err, msg, rows = self.inner.share_group_offsets(group, topics)
+        out = []
+        for tname, tid, parts in rows:
+            if self._ok("DESCRIBE", "TOPIC", tname):
+                out.append((tname, tid, parts))
+            else:
+                out.append((tname, tid, [(p, -1, "TOPIC_AUTHORIZATION_FAILED") for p, _so, _e in parts]))
+        return err, msg, out
+
+    # -- SCRAM credentials (KIP-554) ----------------------------------------------------------
+    def describe_user_scram_credentials(self, users):
+        """DESCRIBE on the cluster, else the whole response is CLUSTER_AUTHORIZATION_FAILED
+        (``KafkaApis.handleDescribeUserScramCredentialsRequest``)."""
+        if not self._ok("DESCRIBE", "CLUSTER", CLUSTER_NAME):
+            return "CLUSTER_AUTHORIZATION_FAILED", "Cluster authorization failed.", []
+        return self.inner.describe_user_scram_credentials(users)
+
+    def alter_user_scram_credentials(self, deletions, upsertions):
+        """ALTER on the cluster, else every user named gets CLUSTER_AUTHORIZATION_FAILED and
+        nothing is changed (``KafkaApis.handleAlterUserScramCredentialsRequest``)."""
+        if not self._ok("ALTER", "CLUSTER", CLUSTER_NAME):
+            users = dict.fromkeys([d.name for d in deletions] + [u.name for u in upsertions])
+            return [AlterResult(u, "CLUSTER_AUTHORIZATION_FAILED", "Cluster authorization failed.") for u in users]
+        return self.inner.alter_user_scram_credentials(deletions, upsertions)
