@@ -38,6 +38,11 @@ BROKER_DEFAULTS: dict[str, str] = {
     "socket.request.max.bytes": "104857600",
     "remote.log.storage.system.enable": "true",
     "remote.log.metadata.topic.num.partitions": "50",
+    # -- limits: connection quotas and the request bound (wire/quotas.py; Kafka's SocketServerConfigs)
+    "max.connections": "2147483647",
+    "max.connections.per.ip": "2147483647",
+    "max.connections.per.ip.overrides": "",
+    "queued.max.requests": "500",
 }
 
 

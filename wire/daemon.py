@@ -31,6 +31,7 @@ from wire.gateway import ActorGateway
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.server import KafkaListener, parse_listener
+from wire.quotas import ListenerLimits
 
 __all__ = ["Daemon", "ShoalBackend", "STATUS_FILE"]
 
@@ -266,7 +267,8 @@ class Daemon:
             self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, host if host != "0.0.0.0" else "127.0.0.1", port)
             dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true")
             self.dispatcher = dispatcher
-            self.listener = KafkaListener(host, port, dispatcher, int(self.cfg.get("socket.request.max.bytes", "104857600"))).start()
+            limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests (wire.quotas)
+            self.listener = KafkaListener(host, port, dispatcher, limits.max_request_bytes, limits).start()
             self.backend.port = self.listener.port
             self.started_ms = int(time.time() * 1000)
             self._write_status_file()

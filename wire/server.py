@@ -7,6 +7,11 @@ own connection. Frames larger than ``socket.request.max.bytes`` or not positive 
 connection (Kafka's ``InvalidReceiveException``); a malformed frame closes the connection; an
 unknown API key or version is answered with UNSUPPORTED_VERSION (35). None of these affects
 other connections.
+
+Per-client bounds (:mod:`wire.quotas`, one :class:`~wire.quotas.ListenerLimits` shared by the
+broker's listeners): ``max.connections.per.ip(.overrides)`` and ``max.connections`` at accept
+(:meth:`_Server.verify_request`), ``queued.max.requests`` around each request, and a request body
+read in chunks so a declared size is never allocated before its bytes arrive.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import threading
 from typing import Any
 
 from wire.protocol import FrameError, UnsupportedRequest, decode_request, encode_response
+from wire.quotas import ListenerLimits, recv_body
 
 __all__ = ["KafkaListener", "Dispatcher", "parse_listener"]
 
@@ -94,8 +100,13 @@ class _Handler(socketserver.BaseRequestHandler):
         conn = Connection(self.client_address)
         dispatcher = self.server.dispatcher
         max_bytes = self.server.max_request_bytes
+        slots = self.server.limits.requests  # queued.max.requests (wire.quotas)
+        held = False
         try:
             while not self.server.stopping.is_set():
+                if held:  # the previous request's response is written
+                    slots.release()
+                    held = False
                 head = _recv_exact(sock, 4)
                 if head is None:
                     return
@@ -103,7 +114,10 @@ class _Handler(socketserver.BaseRequestHandler):
                 if size <= 0 or size > max_bytes:
                     log.warning("closing %s: frame size %d outside 1..%d (socket.request.max.bytes)", conn.peer, size, max_bytes)
                     return
-                payload = _recv_exact(sock, size)
+                if not slots.acquire(self.server.stopping):
+                    return
+                held = True
+                payload = recv_body(sock, size)  # in chunks: never allocates the declared size up front
                 if payload is None:
                     return
                 conn.requests += 1
@@ -130,10 +144,17 @@ class _Handler(socketserver.BaseRequestHandler):
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s ended: %s", conn.peer, exc)
         finally:
+            if held:
+                slots.release()
             try:
                 dispatcher.connection_closed(conn)
             except Exception:  # pragma: no cover - cleanup must not raise into socketserver
                 log.exception("connection_closed failed")
+
+    def finish(self) -> None:
+        """Always runs after :meth:`handle`: uncount the connection admitted in
+        :meth:`_Server.verify_request` (``ConnectionQuotas.release``)."""
+        self.server.limits.connections.release(self.client_address[0])
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -141,23 +162,37 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, addr: tuple[str, int], dispatcher: Dispatcher, max_request_bytes: int) -> None:
+    def __init__(self, addr: tuple[str, int], dispatcher: Dispatcher, max_request_bytes: int, limits: ListenerLimits | None = None) -> None:
         self.dispatcher = dispatcher
         self.max_request_bytes = max_request_bytes
+        self.limits = limits or ListenerLimits(max_request_bytes=max_request_bytes)
         self.stopping = threading.Event()
         super().__init__(addr, _Handler)
+
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Connection quotas at accept (Kafka's ``Acceptor.accept`` → ``ConnectionQuotas.inc``):
+        waits while ``max.connections`` are open; False (socketserver closes the socket) when the
+        address already has ``max.connections.per.ip`` (or its override) connections."""
+        quotas = self.limits.connections
+        if quotas.acquire(client_address[0], self.stopping):
+            return True
+        if not self.stopping.is_set():
+            log.info("Rejected connection from %s, address already has the configured maximum of %d connections.", client_address[0], quotas.max_for(client_address[0]))
+        return False
 
 
 class KafkaListener:
     """Owns the listening socket and its accept thread.
 
-    ``KafkaListener(host, port, dispatcher, max_request_bytes)``; :meth:`start` binds and serves
+    ``KafkaListener(host, port, dispatcher, max_request_bytes, limits)``; ``limits`` is the
+    broker's shared :class:`~wire.quotas.ListenerLimits` (default: Kafka's defaults with
+    ``max_request_bytes``); :meth:`start` binds and serves
     in a background thread; :attr:`port` is the bound port (useful with port 0); :meth:`stop`
     stops accepting and closes the socket (open connections end when their threads next read).
     """
 
-    def __init__(self, host: str, port: int, dispatcher: Dispatcher, max_request_bytes: int = 104857600) -> None:
-        self._server = _Server((host, port), dispatcher, max_request_bytes)
+    def __init__(self, host: str, port: int, dispatcher: Dispatcher, max_request_bytes: int = 104857600, limits: ListenerLimits | None = None) -> None:
+        self._server = _Server((host, port), dispatcher, max_request_bytes, limits)
         self._thread: threading.Thread | None = None
 
     @property
