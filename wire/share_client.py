@@ -99,8 +99,12 @@ class ShareClient:
         (name → (topic id, partitions)). Returns a :class:`HeartbeatResult`."""
         from actors.share.messages import ShareGroupHeartbeatCmd
 
-        if not group or not group.strip():
-            return HeartbeatResult("INVALID_REQUEST", "GroupId can't be empty.", member_id, epoch)
+        from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
+
+        try:  # Kafka validates before it looks the group up, so an invalid join creates no group
+            validate_heartbeat(ShareGroupHeartbeat(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed)))
+        except MembershipError as exc:
+            return HeartbeatResult(exc.error, exc.message, member_id, epoch)
         image = {t.name: (str(t.topic_id), t.partitions) for t in self.controller.cached_topics(subscribed)}
         cmd = ShareGroupHeartbeatCmd(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed), image, client_id, client_host)
         try:

@@ -126,3 +126,13 @@ def test_list_groups_and_status_ask_only_running_actors():
 def test_group_refused_carries_error_and_message(error):
     exc = GroupRefused(error, "text")
     assert (exc.error, exc.message) == (error, "text") and error in str(exc)
+
+
+def test_an_invalid_join_is_refused_before_any_lookup_so_it_creates_no_group():
+    ctl = CensusController()
+    sc = ShareClient(Gateway(_never), ctl, None, {})
+    r = sc.heartbeat("new", "m1", 0, None, None, "c", "h")
+    assert (r.error, r.message) == ("INVALID_REQUEST", "SubscribedTopicNames must be set in first request.")
+    assert sc.heartbeat("new", "", 0, None, ["t"], "c", "h").error == "INVALID_REQUEST"
+    assert sc.heartbeat("", "m1", 0, None, ["t"], "c", "h").error == "INVALID_REQUEST"
+    assert ctl.lookups == [] and not ctl.known
