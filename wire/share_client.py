@@ -23,8 +23,8 @@ ask, at most one ``max_wait`` later).
 The wire mirrors each member's share-session partition set (the actor owns the real session and
 its epoch): ShareFetch requests are incremental and name only added partitions.
 
-Bounded groups (:mod:`actors.share.limits`): only a joining heartbeat (member epoch 0), ShareFetch,
-ShareAcknowledge and a group config alter may create a group (and are refused with
+Bounded groups (:mod:`actors.share.limits`): only a joining heartbeat (member epoch 0), a ShareFetch
+opening a share session (epoch 0) and a group config alter may create a group (and are refused with
 GROUP_MAX_SIZE_REACHED past ``group.share.max.groups``); a describe, an offsets describe or a
 DescribeConfigs of a group that does not exist starts no actor (GROUP_ID_NOT_FOUND, or the broker
 defaults for DescribeConfigs as Kafka's ``ConfigHelper`` answers), and ListGroups and status ask
@@ -39,6 +39,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
+from actors.share.sessions import decide_share_acknowledge, decide_share_fetch
 from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
 from wire.controller_client import GroupRefused
 from wire.gateway import ActorTimeout
@@ -53,6 +54,22 @@ _PARTITION_READ_BYTES = 256 * 1024
 
 def _err(name: str | None) -> str | None:
     return None if not name or name == "NONE" else name
+
+
+def _no_session_result(exc: GroupRefused, decide: Any) -> ShareFetchResult:
+    """The answer to a ShareFetch/ShareAcknowledge whose group has no actor to ask: for a group
+    that does not exist, what the session decider answers with no session at all (the group has
+    none: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH …); otherwise the refusal itself
+    (GROUP_MAX_SIZE_REACHED)."""
+    from actors.share.errors import ShareError
+    from actors.share.sessions import ShareSessions
+
+    if exc.error == "GROUP_ID_NOT_FOUND":
+        try:
+            decide(ShareSessions())
+        except ShareError as err:
+            return ShareFetchResult(err.error_name, err.message)
+    return ShareFetchResult(exc.error, exc.message)
 
 
 class ShareClient:
@@ -168,9 +185,9 @@ class ShareClient:
             msg_parts.append(Part(tid, p, ack_by.get((tid, p), ()), nxt, batches, lso, hw, reset))
         cmd = ShareFetchCmd(group, member, epoch, tuple(msg_parts), max_records if max_records > 0 else 500, tuple((str(t), p) for t, p in forgotten))
         try:
-            r = self._ask(group, cmd)
+            r = self._ask(group, cmd, create=epoch == 0)  # only a new share session may create the group
         except GroupRefused as exc:
-            return ShareFetchResult(exc.error, exc.message)
+            return _no_session_result(exc, lambda sessions: decide_share_fetch(sessions, member, epoch, [], (), bool(ack_by)))
         except ActorTimeout as exc:
             return ShareFetchResult("REQUEST_TIMED_OUT", str(exc))
         if type(r).__name__ in ("Failure", "NotReady"):
@@ -277,9 +294,9 @@ class ShareClient:
                 continue
             parts.append(ShareAcknowledgePartition(tid, a.partition, tuple((b.first_offset, b.last_offset, tuple(b.types)) for b in a.batches)))
         try:
-            r = self._ask(group, ShareAcknowledgeCmd(group, member, epoch, tuple(parts)))
+            r = self._ask(group, ShareAcknowledgeCmd(group, member, epoch, tuple(parts)), create=False)  # needs a session
         except GroupRefused as exc:
-            return ShareFetchResult(exc.error, exc.message)
+            return _no_session_result(exc, lambda sessions: decide_share_acknowledge(sessions, member, epoch))
         except ActorTimeout as exc:
             return ShareFetchResult("REQUEST_TIMED_OUT", str(exc))
         if type(r).__name__ in ("Failure", "NotReady"):

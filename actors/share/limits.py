@@ -10,9 +10,12 @@ Which requests may create a group (``create``):
   calls ``getOrMaybeCreateShareGroup(groupId, createIfNotExists = memberEpoch == 0)``; any other
   epoch on an unknown group is ``GroupIdNotFoundException`` → GROUP_ID_NOT_FOUND
   ("Share group <id> not found.").
-* ShareFetch / ShareAcknowledge: Kafka's share-partition manager initialises share-partition state
-  for whatever group a request names, so these may create too (Shoal keeps that state in the
-  group's stream); they count against the limit like a join.
+* ShareFetch opening a share session (epoch 0): Kafka's share-partition manager creates the
+  session and initialises share-partition state for whatever group the request names, so it may
+  create the group too (Shoal keeps that state in the group's stream) and counts against the limit
+  like a join. A ShareFetch with another epoch, or a ShareAcknowledge, needs a session, which a
+  group that does not exist cannot have: it gets the session decider's answer
+  (SHARE_SESSION_NOT_FOUND / INVALID_SHARE_SESSION_EPOCH) without an actor.
 * IncrementalAlterConfigs on a GROUP resource: Kafka stores group configs in the metadata log
   without creating a group; Shoal keeps them in the group's stream, so an alter of an unknown
   group creates it and counts against the limit (a named deviation).

@@ -95,14 +95,23 @@ def test_only_a_joining_heartbeat_may_create_and_a_full_broker_refuses_it():
     assert sc.heartbeat("a", "m1", 0, None, ["t"], "c", "h").error is None  # existing group: admitted
 
 
-def test_share_fetch_and_acknowledge_past_the_limit_get_the_refusal():
+def test_only_a_new_share_session_may_create_and_past_the_limit_it_gets_the_refusal():
     ctl = CensusController(known={"a"}, max_groups=1)
     sc = ShareClient(Gateway(_never), ctl, None, {})
-    ctl.names_by_id = lambda: {}
-    r = sc.fetch("new", "m1", 0, [], [], [], 10, 0)
-    assert r.error == "GROUP_MAX_SIZE_REACHED"
-    assert sc.acknowledge("new", "m1", 1, []).error == "GROUP_MAX_SIZE_REACHED"
+    assert sc.fetch("new", "m1", 0, [], [], [], 10, 0).error == "GROUP_MAX_SIZE_REACHED"
     assert sc.alter_configs("new", [("share.record.lock.duration.ms", 0, "20000")], False)[0] == "GROUP_MAX_SIZE_REACHED"
+    assert ctl.lookups == [("new", True), ("new", True)]
+
+
+def test_share_fetch_and_acknowledge_in_a_group_that_does_not_exist_get_the_no_session_answer():
+    ctl = CensusController()
+    sc = ShareClient(Gateway(_never), ctl, None, {})
+    r = sc.fetch("ghost", "m1", 4, [], [], [], 10, 0)
+    assert (r.error, r.message) == ("SHARE_SESSION_NOT_FOUND", "Share session not found for member m1.")
+    assert sc.fetch("ghost", "m1", -1, [], [], [], 10, 0).error == "SHARE_SESSION_NOT_FOUND"
+    assert sc.acknowledge("ghost", "m1", 2, []).error == "SHARE_SESSION_NOT_FOUND"
+    assert sc.acknowledge("ghost", "m1", 0, []).error == "INVALID_SHARE_SESSION_EPOCH"
+    assert all(not create for _g, create in ctl.lookups) and not ctl.known
 
 
 def test_list_groups_and_status_ask_only_running_actors():
