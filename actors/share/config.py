@@ -19,8 +19,9 @@ INVALID_CONFIG (40) with Kafka's message.
 Defaults and ranges follow Kafka 4.x where they differ from the late-2024 reference:
 ``group.share.partition.max.record.locks`` is 2000 (was 200), ``group.share.max.size`` is in
 [1, 1000] (was [10, 1000]), ``group.share.max.share.sessions`` (2000) exists and
-``share.auto.offset.reset`` exists (default ``latest``). ``group.share.max.groups`` (gone in 4.x)
-is kept only as an accepted key.
+``share.auto.offset.reset`` exists (default ``latest``). ``group.share.max.groups`` (gone in 4.1,
+where Kafka had only sized its share-session cache with it) is enforced by Shoal: see
+:mod:`actors.share.limits`.
 
 Shoal's own keys: ``shoal.share.group.passivate.ms`` (idle time before a ShareGroupActor saves a
 snapshot and exits) and ``shoal.share.group.snapshot.every.events`` (snapshot cadence).

@@ -10,7 +10,6 @@ import struct
 import threading
 import tracemalloc
 
-import pytest
 
 from tests.wire.fake_backend import FakeBackend
 from tests.wire.test_listener import _api_versions_frame, _read_frame
