@@ -17,6 +17,7 @@ import time
 import uuid
 from typing import Any, Mapping, Sequence
 
+from actors.messages import Failure
 from wire.backend import ConfigEntry, TopicInfo, TopicSpec
 from wire.gateway import ActorTimeout
 
@@ -258,7 +259,7 @@ class ControllerClient:
             self._last_used[group] = now
             return addr
         r = self.ask(ChildLookup("share", group, create), max(self.timeout_s, 60))
-        if type(r).__name__ == "Failure" and r.error in _GROUP_REFUSALS:
+        if isinstance(r, Failure) and r.error in _GROUP_REFUSALS:
             raise GroupRefused(r.error, r.message)
         if type(r).__name__ != "ChildAddress":
             raise ActorTimeout(f"share group {group}: {getattr(r, 'error', r)!r} {getattr(r, 'message', '')}")

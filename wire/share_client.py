@@ -39,7 +39,12 @@ import time
 import uuid
 from typing import Any, Sequence
 
-from actors.share.sessions import decide_share_acknowledge, decide_share_fetch
+from actors.messages import StatusReply, StatusRequest
+from actors.share.config import BrokerShareConfig, GroupShareConfig, effective_group_configs
+from actors.share.errors import ShareError
+from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
+from actors.share.messages import DescribeShareGroup, ShareGroupDescription
+from actors.share.sessions import ShareSessions, decide_share_acknowledge, decide_share_fetch
 from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
 from wire.controller_client import GroupRefused
 from wire.gateway import ActorTimeout
@@ -61,9 +66,6 @@ def _no_session_result(exc: GroupRefused, decide: Any) -> ShareFetchResult:
     that does not exist, what the session decider answers with no session at all (the group has
     none: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH …); otherwise the refusal itself
     (GROUP_MAX_SIZE_REACHED)."""
-    from actors.share.errors import ShareError
-    from actors.share.sessions import ShareSessions
-
     if exc.error == "GROUP_ID_NOT_FOUND":
         try:
             decide(ShareSessions())
@@ -115,8 +117,6 @@ class ShareClient:
         """ShareGroupHeartbeat → ``ShareGroupHeartbeatCmd`` with the metadata image of the topics
         (name → (topic id, partitions)). Returns a :class:`HeartbeatResult`."""
         from actors.share.messages import ShareGroupHeartbeatCmd
-
-        from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
 
         try:  # Kafka validates before it looks the group up, so an invalid join creates no group
             validate_heartbeat(ShareGroupHeartbeat(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed)))
@@ -321,8 +321,6 @@ class ShareClient:
     def describe(self, group: str) -> dict:
         """ShareGroupDescribe for one group as the handler's dict (``{"error", "message"}`` when
         it failed: GROUP_ID_NOT_FOUND for a group that does not exist, without starting an actor)."""
-        from actors.share.messages import DescribeShareGroup
-
         try:
             d = self._ask(group, DescribeShareGroup(group), create=False)
         except GroupRefused as exc:
@@ -379,7 +377,6 @@ class ShareClient:
         A group that does not exist gets the broker defaults without an actor being started
         (Kafka's ``ConfigHelper.describeConfigs``: ``GroupConfig.fromProps`` of no overrides); an
         empty name is INVALID_REQUEST ("Group name must not be empty")."""
-        from actors.share.config import BrokerShareConfig, GroupShareConfig, effective_group_configs
         from actors.share.messages import DescribeGroupConfigs
 
         if not group:
@@ -444,33 +441,34 @@ class ShareClient:
     def list_groups(self) -> list[tuple[str, str, str]]:
         """``(group id, "share", state)`` of every share group that exists. The state is asked
         from the group's actor when it is running; a group whose actor is not running has
-        passivated, which needs no member and no share session: ``Empty``. No actor is started."""
-        from actors.share.messages import DescribeShareGroup
-
+        passivated, which needs no member and no share session: ``Empty``; one that does not answer
+        (recovering, timed out) is ``Unknown`` (Kafka's ``ShareGroupState.UNKNOWN``). No actor is
+        started."""
         out = []
         for gid, gtype, _ in self.controller.share_groups():
-            d = self._ask_live(gid, DescribeShareGroup(gid))
-            if d is None:
+            if self.controller.live_share_group(gid) is None:
                 state = "Empty"
-            elif _err(getattr(d, "error", None)):
-                state = "Dead"
             else:
-                state = d.group_state
+                d = self._ask_live(gid, DescribeShareGroup(gid))
+                if not isinstance(d, ShareGroupDescription):
+                    state = "Unknown"
+                elif _err(d.error):
+                    state = "Dead"
+                else:
+                    state = d.group_state
             out.append((gid, gtype, state))
         return out
 
     def status(self) -> dict[str, int]:
         """Counts over the share groups: groups (that exist), members and in-flight records (of
         the running actors; a passivated group has none). Starts no actor and keeps none alive."""
-        from actors.messages import StatusRequest
-
         groups = members = inflight = 0
         for gid, _type, _state in self.controller.share_groups():
             groups += 1
             r = self._ask_live(gid, StatusRequest())
-            if r is None:
+            if not isinstance(r, StatusReply):
                 continue
-            counts = getattr(r, "counts", {}) or {}
+            counts = r.counts or {}
             members += int(counts.get("members", 0))
             inflight += int(counts.get("in_flight_records", counts.get("in_flight", 0)))
         return {"groups": groups, "members": members, "in_flight_records": inflight}

@@ -145,3 +145,12 @@ def test_an_invalid_join_is_refused_before_any_lookup_so_it_creates_no_group():
     assert sc.heartbeat("new", "", 0, None, ["t"], "c", "h").error == "INVALID_REQUEST"
     assert sc.heartbeat("", "m1", 0, None, ["t"], "c", "h").error == "INVALID_REQUEST"
     assert ctl.lookups == [] and not ctl.known
+
+
+def test_a_running_group_that_does_not_answer_is_listed_unknown():
+    from actors.messages import NotReady
+
+    ctl = CensusController(known={"busy"}, live={"busy"})
+    sc = ShareClient(Gateway(lambda msg: NotReady("busy")), ctl, None, {})
+    assert sc.list_groups() == [("busy", "share", "Unknown")]
+    assert sc.status() == {"groups": 1, "members": 0, "in_flight_records": 0}
