@@ -125,3 +125,30 @@ def test_a_declared_100_mb_body_with_10_bytes_sent_costs_a_chunk_not_100_mb():
         finally:
             tracemalloc.stop()
     assert peak < 4 * READ_CHUNK
+
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(
+    per_ip=st.integers(0, 3),
+    override=st.integers(0, 3),
+    ops=st.lists(st.tuples(st.booleans(), st.sampled_from(["10.0.0.1", "10.0.0.2", "10.0.0.9"])), max_size=60),
+)
+def test_per_ip_counts_follow_a_model_and_never_exceed_the_limits(per_ip, override, ops):
+    """Random accepts (True) and closes (False) against a dict model: an accept is admitted iff the
+    address is below its limit; counts never exceed it; totals agree."""
+    q = ConnectionQuotas(max_per_ip=per_ip, overrides={"10.0.0.9": override})
+    model: dict[str, int] = {}
+    for accept, ip in ops:
+        limit = override if ip == "10.0.0.9" else per_ip
+        if accept:
+            admitted = q.acquire(ip)
+            assert admitted == (model.get(ip, 0) < limit)
+            if admitted:
+                model[ip] = model.get(ip, 0) + 1
+        elif model.get(ip, 0) > 0:
+            q.release(ip)
+            model[ip] -= 1
+        assert q.count(ip) == model.get(ip, 0) <= limit
+    assert q.total == sum(model.values())
