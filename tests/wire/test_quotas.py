@@ -8,6 +8,7 @@ import threading
 import tracemalloc
 
 import pytest
+from hypothesis import given, strategies as st
 
 from wire.quotas import INT_MAX, READ_CHUNK, ConnectionQuotas, ListenerLimits, RequestSlots, parse_overrides, recv_body
 
@@ -125,9 +126,6 @@ def test_a_declared_100_mb_body_with_10_bytes_sent_costs_a_chunk_not_100_mb():
         finally:
             tracemalloc.stop()
     assert peak < 4 * READ_CHUNK
-
-
-from hypothesis import given, strategies as st  # noqa: E402
 
 
 @given(
