@@ -22,7 +22,7 @@ from wire.server import KafkaListener
 def _listener(dispatcher=None, **cfg: str) -> tuple[KafkaListener, ListenerLimits]:
     limits = ListenerLimits.from_config(cfg)
     be = FakeBackend()
-    lst = KafkaListener("127.0.0.1", 0, dispatcher or KafkaDispatcher(be, auto_create_topics=False), limits.max_request_bytes, limits).start()
+    lst = KafkaListener("127.0.0.1", 0, dispatcher or KafkaDispatcher(be, auto_create_topics=False), limits.max_request_bytes, limits=limits).start()
     be.port = lst.port
     return lst, limits
 
