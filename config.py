@@ -63,6 +63,11 @@ BROKER_DEFAULTS: dict[str, str] = {
     # of the owner watchdog (actors/watchdog) in ms; 0 disables the watchdog (a restart on the
     # same data dir still shuts an orphaned system down).
     "shoal.actor.system.watchdog.ms": "1000",
+    # -- limits: connection quotas and the request bound (wire/quotas.py; Kafka's SocketServerConfigs)
+    "max.connections": "2147483647",
+    "max.connections.per.ip": "2147483647",
+    "max.connections.per.ip.overrides": "",
+    "queued.max.requests": "500",
     # guard (issue 13): the listener process's malloc (wire/memory.py)
     "shoal.malloc.arena.max": "1",
     "shoal.malloc.trim.interval.ms": "5000",

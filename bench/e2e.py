@@ -194,13 +194,14 @@ def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5, commit_per_poll
     return {"p50": round(_pct(lat, 0.5), 1), "p99": round(_pct(lat, 0.99), 1), "records": len(lat)}
 
 
-def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: int = 100) -> dict:
+def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: int = 97) -> dict:
     from tests.e2e.conftest import DaemonProcess  # the e2e harness starts and cleans up the daemon
     from tests.e2e.helpers import create_topic, set_group_config
     from wire.protocol import encode_request, request_header
 
     tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-wire-"))
-    d = DaemonProcess(tmp / "data", _free_port(), _free_port(), {"log.dirs": str(tmp / "data" / "logs"), **(overrides or {})})
+    # group.share.max.groups at Kafka's maximum (100): the 3 throughput groups plus ``groups``
+    d = DaemonProcess(tmp / "data", _free_port(), _free_port(), {"log.dirs": str(tmp / "data" / "logs"), "group.share.max.groups": "100", **(overrides or {})})
     out: dict = {}
     try:
         d.start()
@@ -280,7 +281,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--asks", type=int, default=2000)
-    ap.add_argument("--groups", type=int, default=100, help="share groups live when memory is sampled")
+    ap.add_argument("--groups", type=int, default=97, help="share groups live when memory is sampled (with the 3 throughput groups: group.share.max.groups=100)")
     ap.add_argument("--override", action="append", default=[], help="daemon key=value")
     args = ap.parse_args()
     overrides = dict(o.split("=", 1) for o in args.override)

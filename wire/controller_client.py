@@ -45,7 +45,7 @@ from actors.messages import Failure
 from wire.backend import ConfigEntry, TopicInfo, TopicSpec
 from wire.gateway import ActorTimeout
 
-__all__ = ["ControllerClient", "start", "RESOURCE_NAMES", "OP_NAMES"]
+__all__ = ["ControllerClient", "GroupRefused", "start", "RESOURCE_NAMES", "OP_NAMES"]
 
 log = logging.getLogger("shoal.wire.controller")
 
@@ -55,6 +55,20 @@ RESOURCE_NAMES = {2: "TOPIC", 4: "BROKER"}
 OP_NAMES = {0: "SET", 1: "DELETE", 2: "APPEND", 3: "SUBTRACT"}
 
 CONTROLLER_NAME = "shoal-controller"
+
+#: Errors of a share-group lookup that mean "no actor for this group" (``actors.share.limits``).
+_GROUP_REFUSALS = ("GROUP_ID_NOT_FOUND", "GROUP_MAX_SIZE_REACHED")
+
+
+class GroupRefused(Exception):
+    """The controller will not start the share group's actor: ``error`` is GROUP_ID_NOT_FOUND (the
+    group does not exist and the request may not create it) or GROUP_MAX_SIZE_REACHED
+    (``group.share.max.groups`` reached); ``message`` is the text for the wire."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(f"{error}: {message}")
+        self.error = error
+        self.message = message
 
 
 def _err(name: str | None) -> str | None:
@@ -314,8 +328,12 @@ class ControllerClient:
             return self._scram.get((user, mechanism))
 
     # ------------------------------------------------------------------ children
-    def share_group_actor(self, group: str) -> Any:
-        """The address of ``group``'s ShareGroupActor (created and recovered by the controller)."""
+    def share_group_actor(self, group: str, create: bool = True) -> Any:
+        """The address of ``group``'s ShareGroupActor (started and recovered by the controller).
+        ``create``: the request may create the group (a joining heartbeat, ShareFetch,
+        ShareAcknowledge, a group config alter); without it only an existing group's actor is
+        started. Raises :class:`GroupRefused` (GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED) when the
+        controller refuses, ``ActorTimeout`` when it does not answer or fails otherwise."""
         from actors.controller.messages import ChildLookup
 
         now = time.monotonic()
@@ -325,13 +343,25 @@ class ControllerClient:
         if addr is not None and now - self._last_used.get(group, now) < 0.9 * self._passivate_s:
             self._last_used[group] = now
             return addr
-        r = self.ask(ChildLookup("share", group, True), max(self.timeout_s, 60))
+        r = self.ask(ChildLookup("share", group, create), max(self.timeout_s, 60))
+        if isinstance(r, Failure) and r.error in _GROUP_REFUSALS:
+            raise GroupRefused(r.error, r.message)
         if type(r).__name__ != "ChildAddress":
             raise ActorTimeout(f"share group {group}: {getattr(r, 'error', r)!r} {getattr(r, 'message', '')}")
         self._children[group] = r.address
         self._last_used[group] = now
         self._groups_seen.add(group)
         return r.address
+
+    def live_share_group(self, group: str) -> Any:
+        """The cached address of ``group``'s actor if it was used recently enough to be still
+        running (not passivated), else ``None``. Neither asks the controller nor counts as a use,
+        so status and list requests neither start nor keep alive a group's actor."""
+        addr = self._children.get(group)
+        last = self._last_used.get(group)
+        if addr is None or last is None or time.monotonic() - last >= 0.9 * self._passivate_s:
+            return None
+        return addr
 
     def forget_child(self, group: str) -> None:
         """Drop a cached child address (after a timeout, or a ``NotReady`` from a passivating actor)."""
@@ -347,7 +377,7 @@ class ControllerClient:
             groups |= {s.split(":", 1)[1] for s in event_log_for(self.cfg).stream_ids("share-group:")}
         except Exception:  # pragma: no cover - the log is optional for listing
             log.debug("listing share-group streams failed", exc_info=True)
-        return [(g, "share", "Stable" if g in self._children else "Empty") for g in sorted(groups)]
+        return [(g, "share", "Stable" if self.live_share_group(g) is not None else "Empty") for g in sorted(groups)]
 
     # ------------------------------------------------------------------ ACLs (CreateAcls/DeleteAcls/DescribeAcls, authorizer cache)
     def create_acls(self, creations: Sequence[Any]) -> tuple[list[AclCreateResult], str | None]:

@@ -41,6 +41,7 @@ from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.memory import MallocTrimmer, limit_malloc_arenas
 from wire.listeners import ListenerSpec, advertised_endpoints, listener_config, listener_prefix, parse_listeners
 from wire.server import KafkaListener
+from wire.quotas import ListenerLimits
 
 __all__ = ["ACTOR_SYSTEM_FILE", "Daemon", "ShoalBackend", "STATUS_FILE"]
 
@@ -311,8 +312,9 @@ class Daemon:
             served = self.backend if authorizer is None else authz.AuthorizingBackend(self.backend, authorizer)
             dispatcher = _Dispatcher(served, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
             self.dispatcher = dispatcher
+            limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests: broker-wide (wire.quotas)
             for spec in specs:
-                self.listeners.append(self._listener(spec, dispatcher).start())
+                self.listeners.append(self._listener(spec, dispatcher, limits).start())
             self.listener = self.listeners[0]
             bound = {lst.name: (lst.host, lst.port) for lst in self.listeners}
             self.backend.endpoints = advertised_endpoints(self.cfg, bound)
@@ -326,7 +328,7 @@ class Daemon:
             raise
         return self
 
-    def _listener(self, spec: ListenerSpec, dispatcher: Any) -> KafkaListener:
+    def _listener(self, spec: ListenerSpec, dispatcher: Any, limits: ListenerLimits) -> KafkaListener:
         """One :class:`KafkaListener` for ``spec`` (not started), with its TLS context
         (:func:`wire.tls.server_context`) and SASL config (:func:`wire.sasl.sasl_config`) built
         from the listener's view of the config (``listener.name.<name>.`` overrides). On a
@@ -354,6 +356,7 @@ class Daemon:
             ssl_context=ssl_context,
             sasl_config=sasl,
             handshake_timeout_s=float(view.get("shoal.ssl.handshake.timeout.ms", "10000")) / 1000,
+            limits=limits,
         )
 
     def _scram_lookup(self) -> Any:

@@ -18,6 +18,11 @@ authentication only ApiVersions, SaslHandshake and SaslAuthenticate pass; frames
 ``sasl.server.max.receive.size``). A PLAINTEXT listener does none of this: no per-request cost.
 Each :class:`Connection` carries ``principal`` (Kafka form ``User:<name>``), ``listener`` and
 ``security_protocol`` for the handlers (Kafka's ``RequestContext``).
+
+Per-client bounds (:mod:`wire.quotas`, one :class:`~wire.quotas.ListenerLimits` shared by the
+broker's listeners): ``max.connections.per.ip(.overrides)`` and ``max.connections`` at accept
+(:meth:`_Server.verify_request`), ``queued.max.requests`` around each request, and a request body
+read in chunks so a declared size is never allocated before its bytes arrive.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import time
 from typing import Any
 
 from wire.protocol import FrameError, UnsupportedRequest, decode_request, encode_response
+from wire.quotas import ListenerLimits, recv_body
 from wire.sasl import SaslConfig, SaslServerSession
 from wire.tls import ssl_principal
 
@@ -116,8 +122,13 @@ class _Handler(socketserver.BaseRequestHandler):
         dispatcher = server.dispatcher
         max_bytes = server.max_request_bytes
         sasl = conn.sasl
+        slots = server.limits.requests  # queued.max.requests (wire.quotas)
+        held = False
         try:
             while not server.stopping.is_set():
+                if held:  # the previous request's response is written
+                    slots.release()
+                    held = False
                 head = _recv_exact(sock, 4)
                 if head is None:
                     return
@@ -128,7 +139,10 @@ class _Handler(socketserver.BaseRequestHandler):
                 if size <= 0 or size > limit:
                     log.warning("closing %s: frame size %d outside 1..%d (socket.request.max.bytes / sasl.server.max.receive.size)", conn.peer, size, limit)
                     return
-                payload = _recv_exact(sock, size)
+                if not slots.acquire(self.server.stopping):
+                    return
+                held = True
+                payload = recv_body(sock, size)  # in chunks: never allocates the declared size up front
                 if payload is None:
                     return
                 conn.requests += 1
@@ -173,6 +187,8 @@ class _Handler(socketserver.BaseRequestHandler):
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s ended: %s", conn.peer, exc)
         finally:
+            if held:
+                slots.release()
             try:
                 dispatcher.connection_closed(conn)
             except Exception:  # pragma: no cover - cleanup must not raise into socketserver
@@ -200,15 +216,21 @@ class _Handler(socketserver.BaseRequestHandler):
             conn.principal = ssl_principal(tls)
         return tls
 
+    def finish(self) -> None:
+        """Always runs after :meth:`handle`: uncount the connection admitted in
+        :meth:`_Server.verify_request` (``ConnectionQuotas.release``)."""
+        self.server.limits.connections.release(self.client_address[0])
+
 
 class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     daemon_threads = True
     request_queue_size = 128
 
-    def __init__(self, addr: tuple[str, int], dispatcher: Dispatcher, max_request_bytes: int) -> None:
+    def __init__(self, addr: tuple[str, int], dispatcher: Dispatcher, max_request_bytes: int, limits: ListenerLimits | None = None) -> None:
         self.dispatcher = dispatcher
         self.max_request_bytes = max_request_bytes
+        self.limits = limits or ListenerLimits(max_request_bytes=max_request_bytes)
         self.stopping = threading.Event()
         self.listener_name = "PLAINTEXT"
         self.security_protocol = "PLAINTEXT"
@@ -217,16 +239,28 @@ class _Server(socketserver.ThreadingTCPServer):
         self.handshake_timeout_s = 10.0
         super().__init__(addr, _Handler)
 
+    def verify_request(self, request: Any, client_address: Any) -> bool:
+        """Connection quotas at accept (Kafka's ``Acceptor.accept`` → ``ConnectionQuotas.inc``):
+        waits while ``max.connections`` are open; False (socketserver closes the socket) when the
+        address already has ``max.connections.per.ip`` (or its override) connections."""
+        quotas = self.limits.connections
+        if quotas.acquire(client_address[0], self.stopping):
+            return True
+        if not self.stopping.is_set():
+            log.info("Rejected connection from %s, address already has the configured maximum of %d connections.", client_address[0], quotas.max_for(client_address[0]))
+        return False
+
 
 class KafkaListener:
     """Owns one listening socket (one entry of ``listeners``) and its accept thread.
 
     ``KafkaListener(host, port, dispatcher, max_request_bytes, name=, security_protocol=,
-    ssl_context=, sasl_config=, handshake_timeout_s=)``: ``name`` is the listener name (upper
+    ssl_context=, sasl_config=, handshake_timeout_s=, limits=)``: ``name`` is the listener name (upper
     case) and ``security_protocol`` one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL;
     ``ssl_context`` is required for SSL/SASL_SSL (see :func:`wire.tls.server_context`) and
     ``sasl_config`` for SASL_* (see :func:`wire.sasl.sasl_config`); ``handshake_timeout_s``
-    bounds each TLS handshake (seconds). Raises ``ValueError`` when those do not match the
+    bounds each TLS handshake (seconds); ``limits`` is the broker's :class:`~wire.quotas.ListenerLimits`,
+    shared by all its listeners (default: Kafka's defaults with ``max_request_bytes``). Raises ``ValueError`` when those do not match the
     protocol. :meth:`start` binds and serves in a background thread; :attr:`port` is the bound
     port (useful with port 0); :meth:`stop` stops accepting and closes the socket (open
     connections end when their threads next read).
@@ -244,6 +278,7 @@ class KafkaListener:
         ssl_context: ssl.SSLContext | None = None,
         sasl_config: SaslConfig | None = None,
         handshake_timeout_s: float = 10.0,
+        limits: ListenerLimits | None = None,
     ) -> None:
         uses_tls = security_protocol in ("SSL", "SASL_SSL")
         uses_sasl = security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
@@ -251,7 +286,7 @@ class KafkaListener:
             raise ValueError(f"unknown security protocol {security_protocol}")
         if uses_tls != (ssl_context is not None) or uses_sasl != (sasl_config is not None):
             raise ValueError(f"listener {name} ({security_protocol}): an SSL context is needed exactly for SSL/SASL_SSL and a SASL config exactly for SASL_*")
-        self._server = _Server((host, port), dispatcher, max_request_bytes)
+        self._server = _Server((host, port), dispatcher, max_request_bytes, limits)
         self._server.listener_name = name
         self._server.security_protocol = security_protocol
         self._server.ssl_context = ssl_context

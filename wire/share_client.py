@@ -22,6 +22,13 @@ ask, at most one ``max_wait`` later).
 
 The wire mirrors each member's share-session partition set (the actor owns the real session and
 its epoch): ShareFetch requests are incremental and name only added partitions.
+
+Bounded groups (:mod:`actors.share.limits`): only a joining heartbeat (member epoch 0), a ShareFetch
+opening a share session (epoch 0) and a group config alter may create a group (and are refused with
+GROUP_MAX_SIZE_REACHED past ``group.share.max.groups``); a describe, an offsets describe or a
+DescribeConfigs of a group that does not exist starts no actor (GROUP_ID_NOT_FOUND, or the broker
+defaults for DescribeConfigs as Kafka's ``ConfigHelper`` answers), and ListGroups and status ask
+only the actors that are running.
 """
 
 from __future__ import annotations
@@ -32,7 +39,14 @@ import time
 import uuid
 from typing import Any, Sequence
 
+from actors.messages import StatusReply, StatusRequest
+from actors.share.config import BrokerShareConfig, GroupShareConfig, effective_group_configs
+from actors.share.errors import ShareError
+from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
+from actors.share.messages import DescribeShareGroup, ShareGroupDescription
+from actors.share.sessions import ShareSessions, decide_share_acknowledge, decide_share_fetch
 from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
+from wire.controller_client import GroupRefused
 from wire.gateway import ActorTimeout
 
 __all__ = ["ShareClient"]
@@ -45,6 +59,19 @@ _PARTITION_READ_BYTES = 256 * 1024
 
 def _err(name: str | None) -> str | None:
     return None if not name or name == "NONE" else name
+
+
+def _no_session_result(exc: GroupRefused, decide: Any) -> ShareFetchResult:
+    """The answer to a ShareFetch/ShareAcknowledge whose group has no actor to ask: for a group
+    that does not exist, what the session decider answers with no session at all (the group has
+    none: SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH …); otherwise the refusal itself
+    (GROUP_MAX_SIZE_REACHED)."""
+    if exc.error == "GROUP_ID_NOT_FOUND":
+        try:
+            decide(ShareSessions())
+        except ShareError as err:
+            return ShareFetchResult(err.error_name, err.message)
+    return ShareFetchResult(exc.error, exc.message)
 
 
 class ShareClient:
@@ -66,15 +93,17 @@ class ShareClient:
         self.timeout_s = float(cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
 
     # ------------------------------------------------------------------ plumbing
-    def _actor(self, group: str) -> Any:
-        return self.controller.share_group_actor(group)
+    def _actor(self, group: str, create: bool) -> Any:
+        return self.controller.share_group_actor(group, create=create)
 
-    def _ask(self, group: str, msg: Any) -> Any:
-        """One message to the group's actor. A ``NotReady`` from an actor that is passivating
-        (it exits right after) is retried once on the address the controller gives now."""
+    def _ask(self, group: str, msg: Any, create: bool = True) -> Any:
+        """One message to the group's actor (``create``: the request may create the group, see
+        the module doc). A ``NotReady`` from an actor that is passivating (it exits right after) is
+        retried once on the address the controller gives now. Raises :class:`GroupRefused` when
+        the controller will not start the actor, ``ActorTimeout`` when no answer comes."""
         for attempt in (1, 2):
             try:
-                reply = self.gateway.ask(self._actor(group), msg, self.timeout_s)
+                reply = self.gateway.ask(self._actor(group, create), msg, self.timeout_s)
             except ActorTimeout:
                 self.controller.forget_child(group)  # it may have exited; look it up again next time
                 raise
@@ -89,12 +118,16 @@ class ShareClient:
         (name → (topic id, partitions)). Returns a :class:`HeartbeatResult`."""
         from actors.share.messages import ShareGroupHeartbeatCmd
 
-        if not group or not group.strip():
-            return HeartbeatResult("INVALID_REQUEST", "GroupId can't be empty.", member_id, epoch)
+        try:  # Kafka validates before it looks the group up, so an invalid join creates no group
+            validate_heartbeat(ShareGroupHeartbeat(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed)))
+        except MembershipError as exc:
+            return HeartbeatResult(exc.error, exc.message, member_id, epoch)
         image = {t.name: (str(t.topic_id), t.partitions) for t in self.controller.cached_topics(subscribed)}
         cmd = ShareGroupHeartbeatCmd(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed), image, client_id, client_host)
         try:
-            r = self._ask(group, cmd)
+            r = self._ask(group, cmd, create=epoch == 0)  # Kafka: createIfNotExists = memberEpoch == 0
+        except GroupRefused as exc:
+            return HeartbeatResult(exc.error, exc.message, member_id, epoch)
         except ActorTimeout as exc:
             return HeartbeatResult("COORDINATOR_NOT_AVAILABLE", str(exc), member_id, epoch)
         if type(r).__name__ == "Failure":
@@ -152,7 +185,9 @@ class ShareClient:
             msg_parts.append(Part(tid, p, ack_by.get((tid, p), ()), nxt, batches, lso, hw, reset))
         cmd = ShareFetchCmd(group, member, epoch, tuple(msg_parts), max_records if max_records > 0 else 500, tuple((str(t), p) for t, p in forgotten))
         try:
-            r = self._ask(group, cmd)
+            r = self._ask(group, cmd, create=epoch == 0)  # only a new share session may create the group
+        except GroupRefused as exc:
+            return _no_session_result(exc, lambda sessions: decide_share_fetch(sessions, member, epoch, [], (), bool(ack_by)))
         except ActorTimeout as exc:
             return ShareFetchResult("REQUEST_TIMED_OUT", str(exc))
         if type(r).__name__ in ("Failure", "NotReady"):
@@ -259,7 +294,9 @@ class ShareClient:
                 continue
             parts.append(ShareAcknowledgePartition(tid, a.partition, tuple((b.first_offset, b.last_offset, tuple(b.types)) for b in a.batches)))
         try:
-            r = self._ask(group, ShareAcknowledgeCmd(group, member, epoch, tuple(parts)))
+            r = self._ask(group, ShareAcknowledgeCmd(group, member, epoch, tuple(parts)), create=False)  # needs a session
+        except GroupRefused as exc:
+            return _no_session_result(exc, lambda sessions: decide_share_acknowledge(sessions, member, epoch))
         except ActorTimeout as exc:
             return ShareFetchResult("REQUEST_TIMED_OUT", str(exc))
         if type(r).__name__ in ("Failure", "NotReady"):
@@ -282,11 +319,12 @@ class ShareClient:
         return int(self.cfg.get("group.share.record.lock.duration.ms", "30000"))
 
     def describe(self, group: str) -> dict:
-        """ShareGroupDescribe for one group as the handler's dict."""
-        from actors.share.messages import DescribeShareGroup
-
+        """ShareGroupDescribe for one group as the handler's dict (``{"error", "message"}`` when
+        it failed: GROUP_ID_NOT_FOUND for a group that does not exist, without starting an actor)."""
         try:
-            d = self._ask(group, DescribeShareGroup(group))
+            d = self._ask(group, DescribeShareGroup(group), create=False)
+        except GroupRefused as exc:
+            return {"error": exc.error, "message": exc.message}
         except ActorTimeout as exc:
             return {"error": "COORDINATOR_NOT_AVAILABLE", "message": str(exc)}
         if _err(getattr(d, "error", None)):
@@ -321,7 +359,9 @@ class ShareClient:
         if topics is not None:
             parts = tuple((str(infos[n].topic_id), p) for n, ps in topics if n in infos for p in ps)
         try:
-            r = self._ask(group, DescribeShareGroupOffsets(group, parts))
+            r = self._ask(group, DescribeShareGroupOffsets(group, parts), create=False)
+        except GroupRefused as exc:
+            return exc.error, exc.message, []
         except ActorTimeout as exc:
             return "COORDINATOR_NOT_AVAILABLE", str(exc), []
         if _err(r.error):
@@ -333,11 +373,21 @@ class ShareClient:
         return None, None, [(names.get(tid, ""), uuid.UUID(tid), sorted(ps)) for tid, ps in rows.items()]
 
     def describe_configs(self, group: str, keys: Sequence[str] | None):
-        """DescribeConfigs on a GROUP resource (source GROUP_CONFIG=8 for overrides, 5 default)."""
+        """DescribeConfigs on a GROUP resource (source GROUP_CONFIG=8 for overrides, 5 default).
+        A group that does not exist gets the broker defaults without an actor being started
+        (Kafka's ``ConfigHelper.describeConfigs``: ``GroupConfig.fromProps`` of no overrides); an
+        empty name is INVALID_REQUEST ("Group name must not be empty")."""
         from actors.share.messages import DescribeGroupConfigs
 
+        if not group:
+            return "INVALID_REQUEST", "Group name must not be empty", []
         try:
-            r = self._ask(group, DescribeGroupConfigs(group))
+            r = self._ask(group, DescribeGroupConfigs(group), create=False)
+        except GroupRefused as exc:
+            if exc.error != "GROUP_ID_NOT_FOUND":
+                return exc.error, exc.message, []
+            defaults = effective_group_configs(GroupShareConfig(), BrokerShareConfig.from_config(self.cfg, strict_ranges=False))
+            return None, None, [ConfigEntry(k, v, is_default=True, source=5) for k, v in sorted(defaults.items()) if keys is None or k in keys]
         except ActorTimeout as exc:
             return "COORDINATOR_NOT_AVAILABLE", str(exc), []
         if type(r).__name__ == "Failure":
@@ -361,6 +411,8 @@ class ShareClient:
                 return "INVALID_CONFIG", f"Config value append/subtract is not allowed for config key {key}"
         try:
             r = self._ask(group, AlterGroupConfigs(group, changes, True, validate_only))
+        except GroupRefused as exc:
+            return exc.error, exc.message
         except ActorTimeout as exc:
             return "COORDINATOR_NOT_AVAILABLE", str(exc)
         if type(r).__name__ == "Failure":
@@ -375,27 +427,48 @@ class ShareClient:
                 self._lock_ms.pop(group, None)
         return _err(r.error), r.message or None
 
+    def _ask_live(self, group: str, msg: Any) -> Any:
+        """Ask ``group``'s actor only if it is running (:meth:`ControllerClient.live_share_group`);
+        ``None`` otherwise or when it does not answer. Never starts an actor."""
+        addr = self.controller.live_share_group(group)
+        if addr is None:
+            return None
+        try:
+            return self.gateway.ask(addr, msg, self.timeout_s)
+        except ActorTimeout:
+            return None
+
     def list_groups(self) -> list[tuple[str, str, str]]:
-        """``(group id, "share", state)`` of every known share group; the state (``Empty``,
-        ``Stable``) is asked from each group's actor."""
+        """``(group id, "share", state)`` of every share group that exists. The state is asked
+        from the group's actor when it is running; a group whose actor is not running has
+        passivated, which needs no member and no share session: ``Empty``; one that does not answer
+        (recovering, timed out) is ``Unknown`` (Kafka's ``ShareGroupState.UNKNOWN``). No actor is
+        started."""
         out = []
         for gid, gtype, _ in self.controller.share_groups():
-            d = self.describe(gid)
-            out.append((gid, gtype, d.get("state", "Dead") if not d.get("error") else "Dead"))
+            if self.controller.live_share_group(gid) is None:
+                state = "Empty"
+            else:
+                d = self._ask_live(gid, DescribeShareGroup(gid))
+                if not isinstance(d, ShareGroupDescription):
+                    state = "Unknown"
+                elif _err(d.error):
+                    state = "Dead"
+                else:
+                    state = d.group_state
+            out.append((gid, gtype, state))
         return out
 
     def status(self) -> dict[str, int]:
-        """Counts over the share groups: groups, members, in-flight records."""
-        from actors.messages import StatusRequest
-
+        """Counts over the share groups: groups (that exist), members and in-flight records (of
+        the running actors; a passivated group has none). Starts no actor and keeps none alive."""
         groups = members = inflight = 0
         for gid, _type, _state in self.controller.share_groups():
             groups += 1
-            try:
-                r = self._ask(gid, StatusRequest())
-            except ActorTimeout:
+            r = self._ask_live(gid, StatusRequest())
+            if not isinstance(r, StatusReply):
                 continue
-            counts = getattr(r, "counts", {}) or {}
+            counts = r.counts or {}
             members += int(counts.get("members", 0))
             inflight += int(counts.get("in_flight_records", counts.get("in_flight", 0)))
         return {"groups": groups, "members": members, "in_flight_records": inflight}

@@ -24,7 +24,11 @@ A thin shell over the pure model (:mod:`actors.controller.state`): *receive → 
   restarts a child that exits unasked (it recovers by replaying its own stream), counts dead
   letters (``handleDeadLetters``) addressed to its children, stops a child whose ``Configure``
   fails or is poisoned, handles ``ActorExitRequest`` (children exit with it),
-  ``ChildActorExited`` and ``PoisonMessage``.
+  ``ChildActorExited`` and ``PoisonMessage``;
+* keeps the census of share groups (the log's ``share-group:`` streams at recovery plus the groups
+  it started since) and enforces ``group.share.max.groups`` when a lookup would create a group; a
+  lookup without ``create`` never starts an actor for a group that does not exist
+  (:mod:`actors.share.limits`).
 
 Handler exceptions never escape (Thespian would retry and then bounce the message): the sender
 gets ``Failure("UNKNOWN_SERVER_ERROR", …)`` instead, as elastic/rally's ``no_retry`` does.
@@ -107,6 +111,8 @@ from actors.controller.state import (
     decide,
 )
 from actors.controller.supervision import ChildRecord, Supervisor
+from actors.share.limits import STREAM_PREFIX as SHARE_STREAM_PREFIX
+from actors.share.limits import admit_share_group, census_from_stream_ids, max_groups_from
 from actors.messages import (
     AppendFailed,
     Configure,
@@ -180,6 +186,10 @@ class ControllerActor(EventSourcedActor):
         self._eventlog_interval = 100
         #: with ``state.acls.changes``, names the ACL set for the listeners' caches
         self._acl_incarnation = uuid.uuid4().hex[:12]
+        # share-group limits (actors.share.limits): the census of existing share groups and
+        # group.share.max.groups
+        self._share_groups: set[str] = set()
+        self._max_share_groups = 10
 
     # -- dispatch ---------------------------------------------------------------------------
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
@@ -220,6 +230,8 @@ class ControllerActor(EventSourcedActor):
             self.attach_event_log(self._config, msg.journal)
             elog = self.event_log
             self.state = self._recover(elog)
+            self._max_share_groups = max_groups_from(self._config)
+            self._share_groups = census_from_stream_ids(elog.stream_ids(SHARE_STREAM_PREFIX))
         except Exception as exc:
             log.exception("controller recovery failed")
             self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"recovery failed: {type(exc).__name__}: {exc}"))
@@ -572,6 +584,7 @@ class ControllerActor(EventSourcedActor):
             "dead_letters": self._dead_letters,
             "poisoned": self._poisoned,
             "passivations": self._passivations,
+            "share_groups": len(self._share_groups),
         }
         self.send(sender, StatusReply(self._name, self._ready, counts))
 
@@ -595,7 +608,10 @@ class ControllerActor(EventSourcedActor):
         self.send(sender, ChildKindRegistered(msg.kind))
 
     def receiveMsg_ChildLookup(self, msg: ChildLookup, sender: Any) -> None:
-        """Find or start child ``(kind, name)``; reply :class:`ChildAddress` once it is ready."""
+        """Find or start child ``(kind, name)``; reply :class:`ChildAddress` once it is ready.
+        Kind ``share``: a group not in the census is started only with ``create`` and below
+        ``group.share.max.groups``; otherwise ``Failure`` GROUP_ID_NOT_FOUND / GROUP_MAX_SIZE_REACHED
+        (:func:`actors.share.limits.admit_share_group`)."""
         key = (msg.kind, msg.name)
         rec = self._sup.children.get(key)
         if rec is not None and not rec.stopping:
@@ -604,7 +620,14 @@ class ControllerActor(EventSourcedActor):
             else:
                 rec.waiters.append(sender)
             return
-        if not msg.create:
+        if msg.kind == "share":
+            # share groups: only a group that exists is started without ``create``; a new one
+            # only below group.share.max.groups (actors.share.limits)
+            refusal = admit_share_group(msg.name, self._share_groups, msg.create, self._max_share_groups)
+            if refusal is not None:
+                self.send(sender, Failure(refusal.error, refusal.message))
+                return
+        elif not msg.create:
             self.send(sender, Failure("UNKNOWN_TOPIC_OR_PARTITION", f"no {msg.kind} actor named {msg.name!r}"))
             return
         spec = self._sup.kinds.get(msg.kind)
@@ -618,6 +641,8 @@ class ControllerActor(EventSourcedActor):
         rec = ChildRecord(msg.kind, msg.name, address)
         rec.waiters.append(sender)
         self._sup.children[key] = rec
+        if msg.kind == "share":
+            self._share_groups.add(msg.name)
 
     def _start_child(self, kind: str, name: str) -> Any:
         spec = self._sup.kinds[kind]

@@ -425,7 +425,9 @@ class ChildLookup(_Msg):
     ``("rlmm", "7")``); ``create``: start it if absent. Reply :class:`ChildAddress` once the child
     answered ``Configured`` (it has recovered), or ``Failure`` (UNKNOWN_SERVER_ERROR: unknown
     kind, class not importable, configure failed; UNKNOWN_TOPIC_OR_PARTITION when absent and
-    ``create`` is false)."""
+    ``create`` is false). Kind ``share``: a group that exists (in the controller's census) is
+    started even without ``create``; an unknown one without ``create`` is GROUP_ID_NOT_FOUND, and
+    with ``create`` beyond ``group.share.max.groups`` GROUP_MAX_SIZE_REACHED."""
 
     __slots__ = ("kind", "name", "create")
 

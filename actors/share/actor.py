@@ -74,6 +74,7 @@ from actors.share import messages as m
 from actors.share.config import (
     BrokerShareConfig,
     InvalidConfig,
+    effective_group_configs,
     validate_group_configs,
 )
 from actors.share.errors import ShareError
@@ -885,14 +886,7 @@ class ShareGroupActor(EventSourcedActor):
         def body(now: int) -> None:
             assert self._state is not None
             cfg = self._state.membership.configs
-            b = self._broker
-            eff = {
-                "share.session.timeout.ms": str(cfg.effective_session_timeout_ms(b)),
-                "share.heartbeat.interval.ms": str(cfg.effective_heartbeat_interval_ms(b)),
-                "share.record.lock.duration.ms": str(cfg.effective_record_lock_duration_ms(b)),
-                "share.auto.offset.reset": cfg.auto_offset_reset or "latest",
-                "share.isolation.level": cfg.isolation_level or "read_uncommitted",
-            }
+            eff = effective_group_configs(cfg, self._broker)
             self.send(sender, m.GroupConfigsDescribed(self._group_id, eff, tuple(sorted(cfg.as_dict()))))
 
         self._handle(msg, sender, body)

@@ -19,8 +19,9 @@ INVALID_CONFIG (40) with Kafka's message.
 Defaults and ranges follow Kafka 4.x where they differ from the late-2024 reference:
 ``group.share.partition.max.record.locks`` is 2000 (was 200), ``group.share.max.size`` is in
 [1, 1000] (was [10, 1000]), ``group.share.max.share.sessions`` (2000) exists and
-``share.auto.offset.reset`` exists (default ``latest``). ``group.share.max.groups`` (gone in 4.x)
-is kept only as an accepted key.
+``share.auto.offset.reset`` exists (default ``latest``). ``group.share.max.groups`` (gone in 4.1,
+where Kafka had only sized its share-session cache with it) is enforced by Shoal: see
+:mod:`actors.share.limits`.
 
 Shoal's own keys: ``shoal.share.group.passivate.ms`` (idle time before a ShareGroupActor saves a
 snapshot and exits) and ``shoal.share.group.snapshot.every.events`` (snapshot cadence).
@@ -41,6 +42,7 @@ __all__ = [
     "GroupShareConfig",
     "InvalidConfig",
     "parse_auto_offset_reset",
+    "effective_group_configs",
     "parse_iso8601_duration_ms",
     "validate_group_configs",
 ]
@@ -415,3 +417,18 @@ def validate_group_configs(overrides: Mapping[str, Any], broker: BrokerShareConf
           "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms")
     check(st > hb, "share.session.timeout.ms", "share.session.timeout.ms must be greater than share.heartbeat.interval.ms")
     return GroupShareConfig.from_overrides({k: str(v) for k, v in parsed.items()})
+
+
+def effective_group_configs(cfg: GroupShareConfig, broker: BrokerShareConfig) -> dict[str, str]:
+    """The share-group configs in force for a group with overrides ``cfg`` under ``broker``
+    (key → Kafka config string), as DescribeConfigs on a GROUP resource lists them: each
+    override, else the broker's ``group.share.*`` value, else the key's default
+    (``GroupConfig.fromProps(extractGroupConfigMap(...), groupProps)`` in Kafka's ``ConfigHelper``).
+    A group that does not exist is ``GroupShareConfig()``: all broker values."""
+    return {
+        "share.session.timeout.ms": str(cfg.effective_session_timeout_ms(broker)),
+        "share.heartbeat.interval.ms": str(cfg.effective_heartbeat_interval_ms(broker)),
+        "share.record.lock.duration.ms": str(cfg.effective_record_lock_duration_ms(broker)),
+        "share.auto.offset.reset": cfg.auto_offset_reset or "latest",
+        "share.isolation.level": cfg.isolation_level or "read_uncommitted",
+    }

@@ -233,6 +233,8 @@ SHARED_OVERRIDES = {
     "group.share.min.heartbeat.interval.ms": "1000",
     "remote.log.manager.task.interval.ms": "500",
     "shoal.share.group.passivate.ms": "3600000",
+    # the module's tests make more share groups than Kafka's default group.share.max.groups (10)
+    "group.share.max.groups": "100",
 }
 
 

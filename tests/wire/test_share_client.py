@@ -29,7 +29,7 @@ class FakeController:
     def partition_count(self, topic):
         return 2 if topic == "t" else 0
 
-    def share_group_actor(self, group):
+    def share_group_actor(self, group, create=True):
         return f"actor:{group}"
 
     def forget_child(self, group):
