@@ -38,6 +38,7 @@ __all__ = [
     "frame",
     "peek_header",
     "preload",
+    "RequestCodec",
     "request_codec",
 ]
 
