@@ -34,7 +34,7 @@ decode, and the SQL engines, which upcast stale rows with the codec, read one sh
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from events.base import DomainEvent, domain_event
@@ -365,13 +365,14 @@ class UserScramCredentialSet(DomainEvent):
     created or replaced (Kafka's ``UserScramCredentialRecord``, written by
     ``ScramControlManager`` for AlterUserScramCredentials): the client's ``salt``, the derived
     ``stored_key`` and ``server_key`` (RFC 5802) and the PBKDF2 ``iterations``. Never the
-    password, never the salted password. Bytes are base64 text in the JSON (msgspec's encoding)."""
+    password, never the salted password. Bytes are base64 text in the JSON (msgspec's encoding).
+    ``repr`` hides the salt and keys (as ``actors.controller.scram.ScramCredential`` does)."""
 
     user: str
     mechanism: str
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
+    salt: bytes = field(repr=False)
+    stored_key: bytes = field(repr=False)
+    server_key: bytes = field(repr=False)
     iterations: int
 
 

@@ -37,20 +37,22 @@ import logging
 import re
 import struct
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Callable, Mapping
 
 from kio.schema.errors import ErrorCode
+from scramp import ScramException, ScramMechanism
 
+from actors.controller.scram import MIN_ITERATIONS, ScramCredential
 from config import ConfigError
 from wire.entities import build, response_class
-from wire.protocol import FrameError, UnsupportedRequest, decode_request, encode_response, peek_header
+from wire.protocol import API_VERSIONS_KEY, FrameError, UnsupportedRequest, decode_request, encode_response, peek_header
 
 __all__ = [
     "SASL_HANDSHAKE",
     "SASL_AUTHENTICATE",
     "SUPPORTED_MECHANISMS",
     "JaasEntry",
-    "ScramCredentialLike",
+    "ScramLookup",
     "SaslConfig",
     "SaslServerSession",
     "SaslStep",
@@ -64,13 +66,9 @@ log = logging.getLogger("shoal.wire.sasl")
 
 SASL_HANDSHAKE = 17
 SASL_AUTHENTICATE = 36
-API_VERSIONS = 18
 
 #: Mechanisms Shoal implements (Kafka names). GSSAPI and OAUTHBEARER are not offered.
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-
-#: ``ScramMechanism.minIterations()`` in Kafka (4096 for both SHA-256 and SHA-512).
-SCRAM_MIN_ITERATIONS = 4096
 
 #: ``sasl.server.max.receive.size`` default (bytes): the largest frame before authentication.
 DEFAULT_MAX_RECEIVE_SIZE = 524288
@@ -81,32 +79,33 @@ MIN_REAUTH_INTERVAL_MS = 1000
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 
-class ScramCredentialLike(Protocol):
-    """What a SCRAM credential lookup returns (RFC 5802 stored credential; the scram helper's
-    ``actors.controller.scram.ScramCredential`` has exactly these attributes)."""
-
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
-#: ``lookup(user, mechanism) -> credential | None`` — mechanism is ``"SCRAM-SHA-256"`` or ``"SCRAM-SHA-512"``.
-ScramLookup = Callable[[str, str], "ScramCredentialLike | None"]
+#: ``lookup(user, mechanism) -> credential | None`` — mechanism is ``"SCRAM-SHA-256"`` or
+#: ``"SCRAM-SHA-512"``; the credential is the controller's stored RFC 5802 credential.
+ScramLookup = Callable[[str, str], "ScramCredential | None"]
 
 
 # -- JAAS -------------------------------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
 class JaasEntry:
-    """One login module of a JAAS configuration: class name, control flag, options."""
+    """One login module of a JAAS configuration: class name, control flag, options. ``repr``
+    leaves the options out: they hold passwords (``password``, ``user_<name>``)."""
 
     login_module: str
     flag: str
-    options: dict[str, str]
+    options: dict[str, str] = field(repr=False)
 
 
 _JAAS_TOKEN = re.compile(r'\s*(?:(;)|"((?:[^"\\]|\\.)*)"|([^\s=;"]+)|(=))')
+
+
+def _after_option(tokens: list[tuple[str, str]]) -> str:
+    """`` (in option 'key')`` for the last option key among ``tokens`` (a word followed by
+    ``=``), or ``""``: names where parsing stopped without showing any value."""
+    for i in range(len(tokens) - 2, -1, -1):
+        if tokens[i][0] == "word" and tokens[i + 1][0] == "eq":
+            return f" (in option {tokens[i][1]!r})"
+    return ""
 
 
 def parse_jaas(text: str) -> list[JaasEntry]:
@@ -120,7 +119,8 @@ def parse_jaas(text: str) -> list[JaasEntry]:
     while pos < len(text):
         m = _JAAS_TOKEN.match(text, pos)
         if m is None or m.end() == pos:
-            raise ConfigError(f"sasl.jaas.config: cannot parse at {text[pos:pos + 20]!r}")
+            # never quote the text: it holds passwords; name the position and the option instead
+            raise ConfigError(f"sasl.jaas.config: cannot parse at character {pos}{_after_option(tokens)}")
         pos = m.end()
         if m.group(1):
             tokens.append(("end", ";"))
@@ -163,13 +163,13 @@ class SaslConfig:
     """The SASL settings of one listener.
 
     ``enabled_mechanisms``: ``sasl.enabled.mechanisms`` (Kafka names); ``plain_users``: user →
-    password from the PLAIN JAAS options ``user_<name>``; ``scram_lookup``: the SCRAM credential
+    password from the PLAIN JAAS options ``user_<name>`` (left out of ``repr``); ``scram_lookup``: the SCRAM credential
     source; ``reauth_ms``: mechanism → ``connections.max.reauth.ms`` (0 = no re-authentication,
     no expiry); ``max_receive_size``: ``sasl.server.max.receive.size`` (bytes, largest frame
     before authentication)."""
 
     enabled_mechanisms: tuple[str, ...]
-    plain_users: Mapping[str, str] = field(default_factory=dict)
+    plain_users: Mapping[str, str] = field(default_factory=dict, repr=False)
     scram_lookup: ScramLookup | None = None
     reauth_ms: Mapping[str, int] = field(default_factory=dict)
     max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
@@ -268,14 +268,18 @@ class _Plain:
         return b""
 
 
+def _sasl_name_to_user(sasl_name: str) -> str:
+    """The user name of an RFC 5802 ``saslname`` (``=2C`` → ``,``, ``=3D`` → ``=``; Kafka
+    ``ScramFormatter.username``), used for both the ``n=`` user and the ``a=`` authzid."""
+    return sasl_name.replace("=2C", ",").replace("=3D", "=")
+
+
 class _Scram:
     """SCRAM-SHA-256/512 (RFC 5802/7677) with ``scramp``'s ``ScramServer``; the credential comes
     from ``lookup(user, mechanism)`` (Kafka ``ScramSaslServer``: unknown user, too few iterations
     and a bad proof are all the same credential-neutral failure)."""
 
     def __init__(self, mechanism: str, lookup: ScramLookup) -> None:
-        from scramp import ScramMechanism
-
         self._mechanism = mechanism
         self._lookup = lookup
         self._server = ScramMechanism(mechanism).make_server(self._auth_fn)
@@ -284,16 +288,14 @@ class _Scram:
         self.username: str | None = None
 
     def _auth_fn(self, sasl_name: str) -> tuple[bytes, bytes, bytes, int] | None:
-        username = sasl_name.replace("=2C", ",").replace("=3D", "=")  # RFC 5802 saslname (Kafka ScramFormatter.username)
+        username = _sasl_name_to_user(sasl_name)
         cred = self._lookup(username, self._mechanism)
-        if cred is None or int(cred.iterations) < SCRAM_MIN_ITERATIONS:
+        if cred is None or int(cred.iterations) < MIN_ITERATIONS:
             return None
         self.username = username
         return bytes(cred.salt), bytes(cred.stored_key), bytes(cred.server_key), int(cred.iterations)
 
     def evaluate(self, token: bytes) -> bytes:
-        from scramp import ScramException
-
         try:
             text = token.decode("utf-8")
         except UnicodeDecodeError:
@@ -304,7 +306,7 @@ class _Scram:
                 header = text.split(",", 2)
                 authzid = header[1][2:] if len(header) > 2 and header[1].startswith("a=") else ""
                 self._server.set_client_first(text)
-                if authzid and authzid.replace("=2C", ",").replace("=3D", "=") != self.username:
+                if authzid and _sasl_name_to_user(authzid) != self.username:
                     raise _AuthFailed("Authentication failed: Client requested an authorization id that is different from username")
                 return self._server.get_server_first().encode()
             if self._stage == 1:
@@ -392,6 +394,10 @@ class SaslServerSession:
     def receive(self, frame: bytes, now_ms: int) -> SaslStep:
         """Decide what to do with one request frame received at ``now_ms`` (ms since the epoch).
         Never raises for bad input: a malformed frame during authentication closes the connection."""
+        if self.state == _AUTHENTICATE and not self._headers:
+            # after a v0 handshake the frame is a raw SASL token, not a request: no header to read
+            # (a PLAIN token can be shorter than one), Kafka SaslServerAuthenticator.handleSaslToken
+            return self._token(frame, None, now_ms)
         try:
             api_key, api_version, correlation_id = peek_header(frame)
         except FrameError:
@@ -399,8 +405,6 @@ class SaslServerSession:
         if self.state == _COMPLETE:
             return self._after_authentication(frame, api_key, api_version, correlation_id, now_ms)
         if self.state == _AUTHENTICATE:
-            if not self._headers:
-                return self._token(frame, None, now_ms)
             if api_key != SASL_AUTHENTICATE:
                 log.info("closing: unexpected api_key=%d during SASL authentication", api_key)
                 if api_key == SASL_HANDSHAKE and api_version in (0, 1):
@@ -411,8 +415,8 @@ class SaslServerSession:
                 return self._fail(_CLOSE)
             return self._token(bytes(req.body.auth_bytes), req, now_ms)
         if self.state in (_HANDSHAKE_OR_VERSIONS, _HANDSHAKE):
-            if api_key == API_VERSIONS and self.state == _HANDSHAKE_OR_VERSIONS and self._reauth_from is None:
-                lo, hi = self._supported.get(API_VERSIONS, (0, -1))
+            if api_key == API_VERSIONS_KEY and self.state == _HANDSHAKE_OR_VERSIONS and self._reauth_from is None:
+                lo, hi = self._supported.get(API_VERSIONS_KEY, (0, -1))
                 if lo <= api_version <= hi:
                     self.state = _HANDSHAKE
                 return _FORWARD
@@ -490,6 +494,11 @@ class SaslServerSession:
         return lifetime
 
     def _after_authentication(self, frame: bytes, api_key: int, api_version: int, correlation_id: int, now_ms: int) -> SaslStep:
+        """A frame on an authenticated connection. Kafka's order (``SocketServer.Processor.
+        processCompletedReceives``): a SaslHandshake first tries ``maybeBeginServerReauthentication``
+        (a session lifetime and no start in the last second), even once the session has expired —
+        a late client may still renew it; only then is ``serverAuthenticationSessionExpired``
+        checked, which closes the connection for any other request."""
         if api_key == SASL_HANDSHAKE and self.session_expiry_ms is not None and (
             self._last_reauth_start_ms is None or now_ms - self._last_reauth_start_ms >= MIN_REAUTH_INTERVAL_MS
         ):

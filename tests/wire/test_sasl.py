@@ -20,6 +20,7 @@ from config import ConfigError
 from wire.dispatch import SUPPORTED
 from wire.protocol import decode_response, encode_request, request_header
 from actors.controller.scram import ScramCredential
+from events.controller import UserScramCredentialSet
 from wire.sasl import SaslConfig, SaslServerSession, parse_jaas, sasl_config
 
 PLAIN_JAAS = (
@@ -248,6 +249,22 @@ def test_handshake_v0_then_raw_tokens():
     assert step.close and step.response is None  # v0 has no error framing: the connection closes
 
 
+def test_handshake_v0_raw_tokens_shorter_than_a_request_header():
+    """A raw PLAIN token may be shorter than a request header (8 bytes): one-letter user and
+    password is 4 bytes. It is a token, so it is evaluated, not rejected as a bad header."""
+    users = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'
+    cfg = sasl_config({"sasl.enabled.mechanisms": "PLAIN", "plain.sasl.jaas.config": users}, "L", None)
+    s = SaslServerSession(cfg, SUPPORTED)
+    assert int(resp(s.receive(handshake("PLAIN", version=0), 0), 17, 0).error_code) == 0
+    step = s.receive(b"\0a\0b", 0)
+    assert step.response == struct.pack(">i", 0) and not step.close
+    assert s.principal == "User:a"
+    s = SaslServerSession(cfg, SUPPORTED)
+    s.receive(handshake("PLAIN", version=0), 0)
+    step = s.receive(b"\0a\0c", 0)  # short and wrong: an authentication failure (no v0 error framing)
+    assert step.close and step.response is None and s.principal is None
+
+
 def test_after_authentication_handshake_and_authenticate_get_34_when_reauth_is_off():
     s = session(reauth_ms=0)
     plain_login(s, "alice", "alice-secret")
@@ -279,6 +296,25 @@ def test_session_expiry_closes_on_the_next_request():
     assert s.session_expiry_ms == 6_000
     assert s.receive(metadata(), 6_000).forward  # not yet past the expiry
     step = s.receive(metadata(), 6_001)
+    assert step.close and step.response is None
+
+
+def test_a_handshake_after_expiry_may_still_renew_the_session_as_in_kafka():
+    """Kafka's ``SocketServer.Processor.processCompletedReceives`` tries
+    ``maybeBeginServerReauthentication`` for a SaslHandshake *before* it checks
+    ``serverAuthenticationSessionExpired``: a client that is late still re-authenticates. A
+    handshake that may not start one (less than a second after the last start) is then an
+    ordinary request on an expired session, and closes."""
+    s = session(reauth_ms=500)
+    plain_login(s, "alice", "alice-secret", now=0)
+    assert s.expired(600)
+    h = s.receive(handshake("PLAIN", corr=20), 600)
+    assert int(resp(h, 17, 1).error_code) == 0 and not h.close
+    r = s.receive(authenticate(b"\0alice\0alice-secret", corr=21), 600)
+    assert int(resp(r, 36, 2).error_code) == 0 and s.session_expiry_ms == 1_100
+    assert s.receive(metadata(), 1_000).forward
+    # expired again at 1_200, and the last start was 0.6 s ago: no re-authentication, the connection closes
+    step = s.receive(handshake("PLAIN", corr=22), 1_200)
     assert step.close and step.response is None
 
 
@@ -363,6 +399,24 @@ def test_sasl_config_reads_kafkas_keys():
 def test_sasl_config_errors(cfg):
     with pytest.raises(ConfigError):
         sasl_config(cfg, "SASL_PLAINTEXT", None)
+
+
+def test_secrets_stay_out_of_reprs_and_parse_errors():
+    """Passwords never appear in ``repr(SaslConfig)``, ``repr(JaasEntry)`` or a JAAS parse error
+    (which names the position and the option instead); salts and keys never in the
+    ``UserScramCredentialSet`` event's repr."""
+    cfg = config()
+    assert "alice-secret" not in repr(cfg) and "admin-secret" not in repr(cfg)
+    assert "alice-secret" not in repr(parse_jaas(PLAIN_JAAS))
+    with pytest.raises(ConfigError) as exc:
+        parse_jaas('a.B required user_x="s3cr3t-with-a-quote\\"')  # unterminated quoted value
+    assert "s3cr3t" not in str(exc.value) and "user_x" in str(exc.value)
+    cred = CREDS[("SCRAM-SHA-256", "alice")]
+    ev = UserScramCredentialSet("alice", "SCRAM-SHA-256", cred.salt, cred.stored_key, cred.server_key, cred.iterations)
+    text = repr(ev)
+    for secret in (cred.salt, cred.stored_key, cred.server_key):
+        assert repr(secret) not in text and secret.hex() not in text
+    assert "alice" in text and "4096" in text
 
 
 def test_parse_jaas():
