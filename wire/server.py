@@ -36,6 +36,7 @@ import threading
 import time
 from typing import Any
 
+from wire.principal import ANONYMOUS
 from wire.protocol import FrameError, UnsupportedRequest, decode_request, encode_response
 from wire.quotas import ListenerLimits, recv_body
 from wire.sasl import SaslConfig, SaslServerSession
@@ -66,10 +67,6 @@ class Dispatcher:
 
     def connection_closed(self, conn: "Connection") -> None:
         """Called once per connection when it closes (release per-connection state)."""
-
-
-#: Kafka's ``KafkaPrincipal.ANONYMOUS``, in the ``User:<name>`` form handlers and ACLs use.
-ANONYMOUS = "User:ANONYMOUS"
 
 
 class Connection:

@@ -10,7 +10,10 @@ Keys (Kafka's ``SslConfigs`` / ``BrokerSecurityConfigs``, as read by ``DefaultSs
   encrypted (PKCS#8) key.
 * ``ssl.truststore.type`` — ``PEM``: ``ssl.truststore.location`` (a PEM file of CA certificates)
   or inline ``ssl.truststore.certificates``. Without a truststore, the system's default CAs are
-  used to verify client certificates.
+  used to verify client certificates, as Kafka's ``DefaultSslEngineFactory`` falls back to the
+  JVM's default trust store (``TrustManagerFactory.init(null)``); with ``ssl.client.auth``
+  requested/required that makes any client holding a public-CA certificate a principal, so the
+  context build logs a warning.
 * ``ssl.client.auth`` — ``none`` (default), ``requested``, ``required``.
 * ``ssl.enabled.protocols`` (default ``TLSv1.2,TLSv1.3``) bounds the negotiated TLS versions;
   ``ssl.protocol`` (default ``TLSv1.3``) is validated only (Python picks the version among the
@@ -23,6 +26,7 @@ they are normalized before loading, as Kafka's ``PemStore`` tolerates whitespace
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 import ssl
@@ -30,11 +34,14 @@ import tempfile
 from typing import Any, Mapping
 
 from config import ConfigError
+from wire.principal import ANONYMOUS
 
 __all__ = ["CLIENT_AUTH_MODES", "server_context", "ssl_principal", "normalize_pem", "dn_of"]
 
 #: ``ssl.client.auth`` → the ``ssl`` module's verify mode (Kafka ``SslClientAuth``).
 CLIENT_AUTH_MODES = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+
+log = logging.getLogger("shoal.wire.tls")
 
 _TLS_VERSIONS = {
     "TLSv1": ssl.TLSVersion.TLSv1,
@@ -99,10 +106,16 @@ def _load_key_and_chain(ctx: ssl.SSLContext, cfg: Mapping[str, str]) -> None:
         os.unlink(path)
 
 
-def _load_trust(ctx: ssl.SSLContext, cfg: Mapping[str, str]) -> None:
+def _load_trust(ctx: ssl.SSLContext, cfg: Mapping[str, str], mode: str) -> None:
     location = cfg.get("ssl.truststore.location") or ""
     inline = cfg.get("ssl.truststore.certificates") or ""
     if not (location or inline):
+        log.warning(
+            "ssl.client.auth=%s without ssl.truststore.location or ssl.truststore.certificates: client "
+            "certificates are verified against the system's default CAs, so any client with a certificate "
+            "from a public CA gets a principal; set a truststore to accept only your own CA",
+            mode,
+        )
         ctx.load_default_certs(ssl.Purpose.CLIENT_AUTH)
         return
     ttype = (cfg.get("ssl.truststore.type") or "JKS").upper()
@@ -141,7 +154,8 @@ def server_context(cfg: Mapping[str, str], client_auth: str | None = None) -> ss
     ``client_auth`` overrides ``ssl.client.auth`` (a SASL_SSL listener applies only a
     listener-prefixed ``ssl.client.auth``, else ``none``; Kafka ``ChannelBuilders``). Raises
     :class:`ConfigError` for a missing or unreadable key store, a JKS/PKCS12 store, an unknown
-    ``ssl.client.auth`` or protocol, or ``ssl.cipher.suites`` (not supported)."""
+    ``ssl.client.auth`` or protocol, or ``ssl.cipher.suites`` (not supported). Logs a warning
+    when client certificates are asked for without a truststore (the system CAs are trusted)."""
     mode = (client_auth if client_auth is not None else cfg.get("ssl.client.auth") or "none").lower()
     if mode not in CLIENT_AUTH_MODES:
         raise ConfigError(f"ssl.client.auth={mode}: expected one of {', '.join(CLIENT_AUTH_MODES)}")
@@ -152,7 +166,7 @@ def server_context(cfg: Mapping[str, str], client_auth: str | None = None) -> ss
     _load_key_and_chain(ctx, cfg)
     ctx.verify_mode = CLIENT_AUTH_MODES[mode]
     if mode != "none":
-        _load_trust(ctx, cfg)
+        _load_trust(ctx, cfg, mode)
     return ctx
 
 
@@ -198,5 +212,5 @@ def ssl_principal(sock: ssl.SSLSocket) -> str:
     subject DN (RFC 2253), or ``User:ANONYMOUS`` when the client sent no (verified) certificate."""
     cert = sock.getpeercert()
     if not cert or not cert.get("subject"):
-        return "User:ANONYMOUS"
+        return ANONYMOUS
     return "User:" + dn_of(cert["subject"])

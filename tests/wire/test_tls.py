@@ -121,6 +121,23 @@ def test_context_from_inline_pem_without_line_breaks(pki):
         lst.stop()
 
 
+@pytest.mark.parametrize("mode", ["requested", "required"])
+def test_client_auth_without_a_truststore_trusts_the_system_cas_and_warns(pki, mode, caplog):
+    """Kafka's DefaultSslEngineFactory falls back to the JVM default trust store; Shoal keeps that
+    (the system CAs) and says so at context build time, naming the keys that narrow it."""
+    keystore_only = {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki.server)}
+    with caplog.at_level("WARNING", logger="shoal.wire.tls"):
+        ctx = server_context({**keystore_only, "ssl.client.auth": mode})
+    warned = [r.getMessage() for r in caplog.records if r.name == "shoal.wire.tls" and r.levelname == "WARNING"]
+    assert len(warned) == 1 and f"ssl.client.auth={mode}" in warned[0] and "ssl.truststore.location" in warned[0]
+    assert ctx.verify_mode in (ssl.CERT_OPTIONAL, ssl.CERT_REQUIRED)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="shoal.wire.tls"):
+        server_context({**keystore_only, "ssl.client.auth": "none"})  # no client certificates asked for
+        server_context(pem_cfg(pki, **{"ssl.client.auth": mode}))  # a truststore is configured
+    assert not [r for r in caplog.records if r.name == "shoal.wire.tls"]
+
+
 def test_encrypted_key_needs_ssl_key_password(pki_encrypted):
     server_context(pem_cfg(pki_encrypted, **{"ssl.key.password": "key-pass"}))
     with pytest.raises(ConfigError):
