@@ -81,7 +81,7 @@ _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
 #: ``lookup(user, mechanism) -> credential | None`` — mechanism is ``"SCRAM-SHA-256"`` or
 #: ``"SCRAM-SHA-512"``; the credential is the controller's stored RFC 5802 credential.
-ScramLookup = Callable[[str, str], "ScramCredential | None"]
+ScramLookup = Callable[[str, str], ScramCredential | None]
 
 
 # -- JAAS -------------------------------------------------------------------------------------

@@ -18,17 +18,13 @@ from actors.controller import scram as sc
 from actors.controller import state as S
 from events.codec import decode_event, encode_event, new_event
 from events.controller import UserScramCredentialRemoved, UserScramCredentialSet
+from tests.scram_helpers import upsertion
 
 SHA256, SHA512 = 1, 2
 
 
-def salted(password: str, salt: bytes, iterations: int, mechanism: str = "SCRAM-SHA-256") -> bytes:
-    """Hi(password, salt, i) (RFC 5802) as a Kafka client computes it (``ScramFormatter.hi``)."""
-    return hashlib.pbkdf2_hmac("sha256" if mechanism == "SCRAM-SHA-256" else "sha512", password.encode(), salt, iterations)
-
-
 def upsert(name: str, password: str = "pw", mechanism: int = SHA256, iterations: int = 4096, salt: bytes = b"salt-0123") -> sc.ScramUpsertion:
-    return sc.ScramUpsertion(name, mechanism, iterations, salt, salted(password, salt, iterations, sc.MECHANISMS.get(mechanism, "SCRAM-SHA-256")))
+    return upsertion(name, password, mechanism, iterations, salt)
 
 
 def alter(state: sc.ScramState, deletions=(), upsertions=()):

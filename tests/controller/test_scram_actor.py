@@ -4,7 +4,6 @@ the folded state, and a restart (snapshot + replay) recovers exactly the same cr
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 
 from thespian.actors import ActorSystem
@@ -14,15 +13,14 @@ from actors.controller import scram as sc
 from events.controller import STREAM_ID, UserScramCredentialRemoved, UserScramCredentialSet
 from store.event_log import open_event_log
 from tests.controller.test_actor import dump, start
+from tests.scram_helpers import upsertion
 
 T = timedelta(seconds=10)
 PASSWORD = "tr0ub4dor&3"
 
 
 def _upsert(name: str, mechanism: int = 1, iterations: int = 4096) -> sc.ScramUpsertion:
-    salt = f"salt-of-{name}".encode()
-    algo = "sha256" if mechanism == 1 else "sha512"
-    return sc.ScramUpsertion(name, mechanism, iterations, salt, hashlib.pbkdf2_hmac(algo, PASSWORD.encode(), salt, iterations))
+    return upsertion(name, PASSWORD, mechanism, iterations, f"salt-of-{name}".encode())
 
 
 def test_alter_is_durable_before_the_reply_and_survives_a_restart(sqlite_url):

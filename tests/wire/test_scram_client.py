@@ -10,7 +10,6 @@ another path (another node) shows once the cache is older than ``shoal.wire.scra
 
 from __future__ import annotations
 
-import hashlib
 from datetime import timedelta
 
 import pytest
@@ -23,6 +22,7 @@ from kio.static.primitive import i8, i32
 from actors.controller import messages as M
 from actors.controller import scram as sc
 from tests.controller.test_actor import start
+from tests.scram_helpers import upsertion
 from wire.controller_client import ControllerClient
 from wire.protocol import DecodedRequest
 from wire.scram import alter_user_scram_credentials, describe_user_scram_credentials
@@ -52,8 +52,7 @@ class _Backend:
 
 
 def _upsert(name: str, password: str, mechanism: int = 1, iterations: int = 4096, salt: bytes = b"NaCl-and-more") -> sc.ScramUpsertion:
-    algo = "sha256" if mechanism == 1 else "sha512"
-    return sc.ScramUpsertion(name, mechanism, iterations, salt, hashlib.pbkdf2_hmac(algo, password.encode(), salt, iterations))
+    return upsertion(name, password, mechanism, iterations, salt)
 
 
 def _logs_in(cred, mechanism: str, user: str, password: str) -> bool:
