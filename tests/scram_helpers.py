@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import hashlib
 
+import scramp
+
 from actors.controller import scram as sc
 
-__all__ = ["salted_password", "upsertion"]
+__all__ = ["salted_password", "scram_exchange", "upsertion"]
 
 _PBKDF2_HASH = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 
@@ -26,3 +28,22 @@ def upsertion(name: str, password: str, mechanism: int = 1, iterations: int = 40
     password ``password``: mechanism type id (1 SHA-256, 2 SHA-512), PBKDF2 ``iterations``,
     ``salt``, and the salted password from :func:`salted_password`."""
     return sc.ScramUpsertion(name, mechanism, iterations, salt, salted_password(password, salt, iterations, mechanism))
+
+
+def scram_exchange(cred: sc.ScramCredential | None, mechanism: str, user: str, password: str) -> bool:
+    """A whole SCRAM exchange (RFC 5802): scramp's client logging in as ``user`` with
+    ``password`` against scramp's server that knows only ``cred`` (salt, stored key, server key,
+    iterations) for ``user``. True when both sides accept (the client also checks the server's
+    signature); False on any SCRAM failure, or when ``cred`` is None."""
+    server = scramp.ScramMechanism(mechanism).make_server(
+        lambda name: (cred.salt, cred.stored_key, cred.server_key, cred.iterations) if cred is not None and name == user else None
+    )
+    client = scramp.ScramClient([mechanism], user, password)
+    try:
+        server.set_client_first(client.get_client_first())
+        client.set_server_first(server.get_server_first())
+        server.set_client_final(client.get_client_final())
+        client.set_server_final(server.get_server_final())
+    except scramp.ScramException:
+        return False
+    return True

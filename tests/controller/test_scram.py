@@ -18,7 +18,7 @@ from actors.controller import scram as sc
 from actors.controller import state as S
 from events.codec import decode_event, encode_event, new_event
 from events.controller import UserScramCredentialRemoved, UserScramCredentialSet
-from tests.scram_helpers import upsertion
+from tests.scram_helpers import scram_exchange, upsertion
 
 SHA256, SHA512 = 1, 2
 
@@ -180,27 +180,6 @@ def test_controller_state_decides_folds_and_snapshots_credentials():
     assert "pw1" not in json.dumps(snap)
 
 
-def _authenticate(cred: sc.ScramCredential | None, mechanism: str, user: str, password: str) -> bool:
-    """A full SCRAM exchange: scramp's client with ``password`` against scramp's server that
-    looks ``cred`` up (salt, stored key, server key, iterations). True when both sides accept."""
-    m = scramp.ScramMechanism(mechanism)
-
-    def auth_fn(name):
-        assert name == user and cred is not None
-        return cred.salt, cred.stored_key, cred.server_key, cred.iterations
-
-    server = m.make_server(auth_fn)
-    client = scramp.ScramClient([mechanism], user, password)
-    try:
-        server.set_client_first(client.get_client_first())
-        client.set_server_first(server.get_server_first())
-        server.set_client_final(client.get_client_final())
-        client.set_server_final(server.get_server_final())
-    except scramp.ScramException:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("mech_type", [SHA256, SHA512])
 def test_stored_credential_authenticates_with_scramp(mech_type):
     mech = sc.MECHANISMS[mech_type]
@@ -208,8 +187,8 @@ def test_stored_credential_authenticates_with_scramp(mech_type):
     state = sc.ScramState()
     applied(state, alter(state, upsertions=[upsert("alice", "correct horse", mech_type, 4096, salt)])[0])
     cred = state.get("alice", mech)
-    assert _authenticate(cred, mech, "alice", "correct horse")
-    assert not _authenticate(cred, mech, "alice", "wrong horse")
+    assert scram_exchange(cred, mech, "alice", "correct horse")
+    assert not scram_exchange(cred, mech, "alice", "wrong horse")
     # the same keys as scramp's own derivation from the password
     assert (cred.salt, cred.stored_key, cred.server_key, cred.iterations) == scramp.ScramMechanism(mech).make_auth_info("correct horse", 4096, salt)
 

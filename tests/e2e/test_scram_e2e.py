@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import pytest
-import scramp
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
 
 from tests.e2e.helpers import admin
-from tests.scram_helpers import salted_password
+from tests.scram_helpers import salted_password, scram_exchange
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -137,8 +136,8 @@ def test_no_password_in_log_snapshots_files_or_projections(daemon_factory, tmp_p
         salted = salted_password(password, cred.salt, cred.iterations, mech)
         needles += _needles(password, salted)
         # what was stored verifies the password in a whole SCRAM exchange, and only that password
-        assert _scram_exchange(cred, mech, user, password)
-        assert not _scram_exchange(cred, mech, user, password + "x")
+        assert scram_exchange(cred, mech, user, password)
+        assert not scram_exchange(cred, mech, user, password + "x")
     # the event rows and the stored snapshot
     for rec in records:
         _assert_absent(needles, f"event {rec.event_type} at {rec.position}", rec.data)
@@ -168,18 +167,3 @@ def test_no_password_in_log_snapshots_files_or_projections(daemon_factory, tmp_p
         _assert_absent(needles, str(f), f.read_bytes())
         if f.suffix == ".parquet":
             _assert_absent(needles, f"{f} (decoded)", repr(pq.read_table(f).to_pylist()).encode())
-
-
-def _scram_exchange(cred, mechanism: str, user: str, password: str) -> bool:
-    """scramp's client (with ``password``) against scramp's server fed with the stored credential."""
-    server = scramp.ScramMechanism(mechanism).make_server(lambda _u: (cred.salt, cred.stored_key, cred.server_key, cred.iterations))
-    client = scramp.ScramClient([mechanism], user, password)
-    try:
-        server.set_client_first(client.get_client_first())
-        client.set_server_first(server.get_server_first())
-        server.set_client_final(client.get_client_final())
-        client.set_server_final(server.get_server_final())
-    except scramp.ScramException:
-        return False
-    return True
-

@@ -13,7 +13,6 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-import scramp
 from kio.schema.alter_user_scram_credentials.v0 import request as alter_v0
 from kio.schema.describe_user_scram_credentials.v0 import request as describe_v0
 from kio.schema.errors import ErrorCode
@@ -22,7 +21,7 @@ from kio.static.primitive import i8, i32
 from actors.controller import messages as M
 from actors.controller import scram as sc
 from tests.controller.test_actor import start
-from tests.scram_helpers import upsertion
+from tests.scram_helpers import scram_exchange, upsertion
 from wire.controller_client import ControllerClient
 from wire.protocol import DecodedRequest
 from wire.scram import alter_user_scram_credentials, describe_user_scram_credentials
@@ -55,22 +54,6 @@ def _upsert(name: str, password: str, mechanism: int = 1, iterations: int = 4096
     return upsertion(name, password, mechanism, iterations, salt)
 
 
-def _logs_in(cred, mechanism: str, user: str, password: str) -> bool:
-    """A whole SCRAM exchange, scramp client against scramp server fed with ``cred``."""
-    if cred is None:
-        return False
-    server = scramp.ScramMechanism(mechanism).make_server(lambda _u: (cred.salt, cred.stored_key, cred.server_key, cred.iterations))
-    client = scramp.ScramClient([mechanism], user, password)
-    try:
-        server.set_client_first(client.get_client_first())
-        client.set_server_first(server.get_server_first())
-        server.set_client_final(client.get_client_final())
-        client.set_server_final(server.get_server_final())
-    except scramp.ScramException:
-        return False
-    return True
-
-
 @pytest.fixture
 def controller(asys, sqlite_url):
     ctl, _ = start(asys, sqlite_url)
@@ -87,14 +70,14 @@ def test_credential_altered_through_this_client_authenticates_at_once(controller
     res = client.alter_user_scram_credentials([], [_upsert("alice", "first password")])
     assert [(r.user, r.error) for r in res] == [("alice", None)]
     cred = client.scram_credential("alice", "SCRAM-SHA-256")
-    assert _logs_in(cred, "SCRAM-SHA-256", "alice", "first password")
-    assert not _logs_in(cred, "SCRAM-SHA-256", "alice", "second password")
+    assert scram_exchange(cred, "SCRAM-SHA-256", "alice", "first password")
+    assert not scram_exchange(cred, "SCRAM-SHA-256", "alice", "second password")
     assert client.scram_credential("alice", "SCRAM-SHA-512") is None
     # a password change through this client: the old password stops working at once
     client.alter_user_scram_credentials([], [_upsert("alice", "second password", salt=b"a-fresh-salt-of-16")])
     cred = client.scram_credential("alice", "SCRAM-SHA-256")
-    assert _logs_in(cred, "SCRAM-SHA-256", "alice", "second password")
-    assert not _logs_in(cred, "SCRAM-SHA-256", "alice", "first password")
+    assert scram_exchange(cred, "SCRAM-SHA-256", "alice", "second password")
+    assert not scram_exchange(cred, "SCRAM-SHA-256", "alice", "first password")
     client.alter_user_scram_credentials([sc.ScramDeletion("alice", 1)], [])
     assert client.scram_credential("alice", "SCRAM-SHA-256") is None
 
@@ -110,7 +93,7 @@ def test_change_made_elsewhere_shows_after_the_refresh_interval(controller):
     assert r.results[0].error is None
     assert stale.scram_credential("bob", "SCRAM-SHA-512") is None  # within its refresh interval
     cred = fresh.scram_credential("bob", "SCRAM-SHA-512")
-    assert cred is not None and cred.iterations == 8192 and _logs_in(cred, "SCRAM-SHA-512", "bob", "pw")
+    assert cred is not None and cred.iterations == 8192 and scram_exchange(cred, "SCRAM-SHA-512", "bob", "pw")
     stale.invalidate_scram_credentials()
     assert stale.scram_credential("bob", "SCRAM-SHA-512") == cred
 
