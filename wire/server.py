@@ -191,7 +191,8 @@ class _Handler(socketserver.BaseRequestHandler):
                 if out is not None:
                     sock.sendall(out)
         except TimeoutError:
-            log.info("closing %s: idle longer than connections.max.idle.ms (%s s) while waiting for a request", conn.peer, idle_s)
+            # Kafka's Selector logs its idle expiry at debug too
+            log.debug("closing %s: no request frame read (or response written) within connections.max.idle.ms (%s s)", conn.peer, idle_s)
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s ended: %s", conn.peer, exc)
         finally:
