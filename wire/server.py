@@ -236,6 +236,9 @@ class _Server(socketserver.ThreadingTCPServer):
     request_queue_size = 128
 
     def __init__(self, addr: tuple[str, int], dispatcher: Dispatcher, max_request_bytes: int, limits: ListenerLimits | None = None) -> None:
+        if limits is not None and limits.max_request_bytes != max_request_bytes:
+            # one value of socket.request.max.bytes: the one ListenerLimits.from_config validated
+            raise ValueError(f"max_request_bytes {max_request_bytes} differs from limits.max_request_bytes {limits.max_request_bytes}")
         self.dispatcher = dispatcher
         self.max_request_bytes = max_request_bytes
         self.limits = limits or ListenerLimits(max_request_bytes=max_request_bytes)
@@ -268,8 +271,9 @@ class KafkaListener:
     ``ssl_context`` is required for SSL/SASL_SSL (see :func:`wire.tls.server_context`) and
     ``sasl_config`` for SASL_* (see :func:`wire.sasl.sasl_config`); ``handshake_timeout_s``
     bounds each TLS handshake (seconds); ``limits`` is the broker's :class:`~wire.quotas.ListenerLimits`,
-    shared by all its listeners (default: Kafka's defaults with ``max_request_bytes``). Raises ``ValueError`` when those do not match the
-    protocol. :meth:`start` binds and serves in a background thread; :attr:`port` is the bound
+    shared by all its listeners (default: Kafka's defaults with ``max_request_bytes``; when given, its
+    ``max_request_bytes`` must equal the argument). Raises ``ValueError`` when those do not match
+    the protocol or the two ``max_request_bytes`` differ. :meth:`start` binds and serves in a background thread; :attr:`port` is the bound
     port (useful with port 0); :meth:`stop` stops accepting and closes the socket (open
     connections end when their threads next read).
     """

@@ -276,3 +276,9 @@ def test_connections_max_idle_ms_parsing(value, expected):
 def test_connections_max_idle_ms_bad_values(value):
     with pytest.raises(ValueError, match="connections.max.idle.ms"):
         ListenerLimits.from_config({"connections.max.idle.ms": value})
+
+
+def test_socket_request_max_bytes_has_one_value():
+    limits = ListenerLimits.from_config({"socket.request.max.bytes": "1024"})
+    with pytest.raises(ValueError, match="max_request_bytes"):
+        KafkaListener("127.0.0.1", 0, KafkaDispatcher(FakeBackend(), auto_create_topics=False), 2048, limits=limits)
