@@ -68,6 +68,9 @@ BROKER_DEFAULTS: dict[str, str] = {
     "max.connections.per.ip": "2147483647",
     "max.connections.per.ip.overrides": "",
     "queued.max.requests": "500",
+    # a connection that does not complete a request frame for this long (ms) while the broker
+    # waits for one is closed (Kafka's Selector idle expiry); negative disables it
+    "connections.max.idle.ms": "600000",
     # guard (issue 13): the listener process's malloc (wire/memory.py)
     "shoal.malloc.arena.max": "1",
     "shoal.malloc.trim.interval.ms": "5000",

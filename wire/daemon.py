@@ -333,7 +333,9 @@ class Daemon:
         (:func:`wire.tls.server_context`) and SASL config (:func:`wire.sasl.sasl_config`) built
         from the listener's view of the config (``listener.name.<name>.`` overrides). On a
         SASL_SSL listener only a listener-prefixed ``ssl.client.auth`` applies (Kafka
-        ``ChannelBuilders``). Raises :class:`config.ConfigError` for a bad security setup."""
+        ``ChannelBuilders``). ``socket.request.max.bytes`` and the other per-client bounds come from
+        ``limits`` (broker-wide, as Kafka's ``SocketServer`` reads them; no listener prefix).
+        Raises :class:`config.ConfigError` for a bad security setup."""
         from wire.sasl import sasl_config
         from wire.tls import server_context
 
@@ -350,7 +352,7 @@ class Daemon:
             spec.bind_host,
             spec.port,
             dispatcher,
-            int(view.get("socket.request.max.bytes", "104857600")),
+            limits.max_request_bytes,  # socket.request.max.bytes, validated once in ListenerLimits.from_config
             name=spec.name,
             security_protocol=spec.security_protocol,
             ssl_context=ssl_context,

@@ -13,10 +13,17 @@ Kafka's keys, defaults and behaviour (``SocketServerConfigs``; ``SocketServer.Co
   listen backlog. (Kafka's per-listener ``listener.name.<l>.max.connections`` and connection-rate
   quotas are not implemented.)
 * ``queued.max.requests`` (int ≥ 1, default 500): Kafka's request queue between network and handler
-  threads; network threads block when it is full. Shoal handles a request in its connection's
-  thread, so the bound is on requests *in flight* across all connections: a connection that has
-  read the 4-byte size of its next request waits for a slot before it reads the body, and frees the
-  slot when the response is written (a long-polling Fetch/ShareFetch holds its slot while it waits).
+  threads (``RequestChannel``); network threads block when it is full. Shoal handles a request in
+  its connection's thread, so the bound is on requests *read and being handled* across all
+  connections: a connection takes a slot only once a request's whole body has arrived (a client
+  that declares a size and stalls holds none), and frees it when the response is written, or
+  earlier when the handler parks in a long poll (:func:`parked`): a Fetch waiting for
+  ``min_bytes`` or a ShareFetch waiting for records is in Kafka's purgatory (``DelayedFetch``,
+  ``DelayedShareFetch``), outside the request queue.
+* ``connections.max.idle.ms`` (long, default 600000): a connection that has not completed a request
+  frame for this long while the broker waits for (or reads) one is closed (Kafka's ``Selector``
+  idle expiry; a negative value disables it, as there). Writing a response is bounded by the same
+  value; a handler's long poll is not (the socket is not read then).
 * ``socket.request.max.bytes`` (int ≥ 1, default 104857600): a size outside ``1..max`` closes the
   connection before anything is buffered (``NetworkReceive`` → ``InvalidReceiveException``); the
   body is then read in chunks of at most :data:`READ_CHUNK` bytes, so a client that declares
@@ -31,8 +38,9 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 __all__ = [
     "INT_MAX",
@@ -40,8 +48,11 @@ __all__ = [
     "ConnectionQuotas",
     "ListenerLimits",
     "RequestSlots",
+    "hold_slot",
+    "parked",
     "parse_overrides",
     "recv_body",
+    "release_slot",
 ]
 
 log = logging.getLogger("shoal.wire.quotas")
@@ -64,6 +75,19 @@ def _int_at_least(cfg: Mapping[str, Any], key: str, default: int, low: int) -> i
         raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type INT")
     if value < low:
         raise ValueError(f"Invalid value {value} for configuration {key}: Value must be at least {low}")
+    return value
+
+
+def _long(cfg: Mapping[str, Any], key: str, default: int) -> int:
+    raw = cfg.get(key)
+    if raw is None or str(raw).strip() == "":
+        return default
+    try:
+        value = int(str(raw).strip())
+    except ValueError:
+        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type LONG") from None
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type LONG")
     return value
 
 
@@ -173,9 +197,10 @@ class ConnectionQuotas:
 
 
 class RequestSlots:
-    """``queued.max.requests``: at most ``limit`` requests in flight across all connections.
-    :meth:`acquire` before reading a request's body, :meth:`release` after its response is
-    written (or the connection ends). Thread-safe."""
+    """``queued.max.requests``: at most ``limit`` requests read and being handled across all
+    connections (Kafka's ``RequestChannel`` queue). :meth:`acquire` once a request's body has
+    arrived, :meth:`release` after its response is written, when its handler parks in a long poll
+    (:func:`parked`), or when the connection ends. Thread-safe."""
 
     def __init__(self, limit: int = 500) -> None:
         self.limit = limit
@@ -212,22 +237,63 @@ class RequestSlots:
             return self._in_flight
 
 
+_current = threading.local()
+
+
+def hold_slot(slots: RequestSlots) -> None:
+    """Record that this thread holds one slot of ``slots`` for the request it is handling, so
+    :func:`release_slot` (from the server or from a long-poll wait deep in a handler) can give it
+    back. Call right after a successful :meth:`RequestSlots.acquire`. Raises ``RuntimeError`` if
+    the thread already holds one (a bookkeeping bug)."""
+    if getattr(_current, "slots", None) is not None:
+        raise RuntimeError("this thread already holds a request slot")
+    _current.slots = slots
+
+
+def release_slot() -> bool:
+    """Give back the slot this thread holds (see :func:`hold_slot`), if any. Returns True when a
+    slot was released, False when the thread held none (already released, or a thread outside the
+    listener, e.g. a test calling a handler directly). Idempotent."""
+    slots = getattr(_current, "slots", None)
+    if slots is None:
+        return False
+    _current.slots = None
+    slots.release()
+    return True
+
+
+@contextmanager
+def parked() -> Iterator[None]:
+    """Context manager around a long-poll wait in a handler (Fetch waiting for ``min_bytes``,
+    ShareFetch waiting for records): releases the thread's request slot before the wait, as a
+    request moved to Kafka's purgatory (``DelayedFetch``/``DelayedShareFetch``) no longer counts
+    against ``queued.max.requests``. The slot is not taken again afterwards: all that is left of
+    the request is writing its response."""
+    release_slot()
+    yield
+
+
 @dataclass
 class ListenerLimits:
     """The per-client bounds every listener of a broker shares: ``connections``
-    (:class:`ConnectionQuotas`), ``requests`` (:class:`RequestSlots`) and ``max_request_bytes``
-    (``socket.request.max.bytes``). Build it once per broker with :meth:`from_config`."""
+    (:class:`ConnectionQuotas`), ``requests`` (:class:`RequestSlots`), ``max_request_bytes``
+    (``socket.request.max.bytes``, bytes) and ``idle_timeout_s`` (``connections.max.idle.ms`` in
+    seconds, ``None`` when disabled). Build it once per broker with :meth:`from_config`: the one
+    home of these keys' parsing."""
 
     connections: ConnectionQuotas = field(default_factory=ConnectionQuotas)
     requests: RequestSlots = field(default_factory=RequestSlots)
     max_request_bytes: int = 104857600
+    idle_timeout_s: float | None = 600.0
 
     @classmethod
     def from_config(cls, cfg: Mapping[str, Any], resolve: Callable[[str], set[str]] | None = None) -> "ListenerLimits":
         """Parse ``max.connections``, ``max.connections.per.ip``, ``max.connections.per.ip.overrides``,
-        ``queued.max.requests`` and ``socket.request.max.bytes`` (missing keys: Kafka's defaults, as
-        in ``config.BROKER_DEFAULTS``). Raises ``ValueError`` with Kafka's ``ConfigException``
-        wording for a bad value, and ``max.connections.per.ip can be set to zero only if
+        ``queued.max.requests``, ``socket.request.max.bytes`` and ``connections.max.idle.ms``
+        (missing keys: Kafka's defaults, as in ``config.BROKER_DEFAULTS``; a negative
+        ``connections.max.idle.ms`` disables the idle timeout as in Kafka's ``Selector``, 0 is
+        refused since it would close every connection at once). Raises ``ValueError`` with
+        Kafka's ``ConfigException`` wording for a bad value, and ``max.connections.per.ip can be set to zero only if
         max.connections.per.ip.overrides property is set.`` as ``KafkaConfig`` does."""
         max_conn = _int_at_least(cfg, "max.connections", INT_MAX, 0)
         per_ip = _int_at_least(cfg, "max.connections.per.ip", INT_MAX, 0)
@@ -238,7 +304,15 @@ class ListenerLimits:
             ConnectionQuotas(max_conn, per_ip, overrides),
             RequestSlots(_int_at_least(cfg, "queued.max.requests", 500, 1)),
             _int_at_least(cfg, "socket.request.max.bytes", 104857600, 1),
+            _idle_timeout_s(cfg),
         )
+
+
+def _idle_timeout_s(cfg: Mapping[str, Any]) -> float | None:
+    idle_ms = _long(cfg, "connections.max.idle.ms", 600000)
+    if idle_ms == 0:
+        raise ValueError("Invalid value 0 for configuration connections.max.idle.ms: Shoal needs a positive value, or a negative one to disable the idle timeout")
+    return None if idle_ms < 0 else idle_ms / 1000
 
 
 def recv_body(sock: socket.socket, size: int, chunk: int = READ_CHUNK) -> bytes | None:

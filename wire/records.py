@@ -17,6 +17,7 @@ from kio.static.primitive import i16, i32, i64
 from wire.backend import Backend
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
 from wire.protocol import DecodedRequest
+from wire.quotas import parked
 
 __all__ = ["fetch", "list_offsets", "produce"]
 
@@ -87,7 +88,11 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
     """Fetch (sessionless: ``session_id`` 0). Reads each partition from its fetch offset up to
     ``partition_max_bytes`` and the request's ``max_bytes`` overall (at least one batch is
     returned even if larger, KIP-74). With fewer than ``min_bytes`` available it long-polls up
-    to ``max_wait`` for new records. Offsets below the log start or beyond the end give
+    to ``max_wait`` for new records, unless it asks for no partition or any partition has an
+    error: then it is answered at once (Kafka's ``ReplicaManager.fetchMessages``: no
+    ``DelayedFetch`` for ``fetchInfos.isEmpty`` or ``errorReadingData``). While it waits it holds
+    no ``queued.max.requests`` slot (:func:`wire.quotas.parked`; a ``DelayedFetch`` is in
+    purgatory, not in the request queue). Offsets below the log start or beyond the end give
     OFFSET_OUT_OF_RANGE."""
     body = req.body
     cls = response_class(1, req.api_version)
@@ -96,6 +101,8 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
         seen = backend.data_version()  # before reading: an append after this ends the wait
         budget = int(body.max_bytes)
         total = 0
+        asked = 0  # partitions in the request
+        errors = 0  # partitions answered with an error
         topics = []
         for t in body.topics:
             parts = []
@@ -103,6 +110,8 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
                 exhausted = total > 0 and budget <= 0  # the response's max_bytes is reached
                 limit = max(1, min(int(p.partition_max_bytes), budget)) if total else int(p.partition_max_bytes)
                 r = backend.fetch(t.topic, int(p.partition), int(p.fetch_offset), limit)
+                asked += 1
+                errors += r.error is not None
                 data = b"" if exhausted else r.records
                 total += len(data)
                 budget -= len(data)
@@ -122,9 +131,10 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
                 )
             topics.append(nested(cls, "FetchableTopicResponse", topic=t.topic, partitions=tuple(parts)))
         remaining = deadline - time.monotonic()
-        if total >= int(body.min_bytes) or remaining <= 0:
+        if total >= int(body.min_bytes) or remaining <= 0 or asked == 0 or errors:
             break
-        backend.wait_for_data(int(remaining * 1000), seen)
+        with parked():  # the request leaves queued.max.requests while it long-polls
+            backend.wait_for_data(int(remaining * 1000), seen)
         if time.monotonic() >= deadline:
             continue  # one last read after the wait
     return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, session_id=i32(0), responses=tuple(topics))

@@ -21,8 +21,13 @@ Each :class:`Connection` carries ``principal`` (Kafka form ``User:<name>``), ``l
 
 Per-client bounds (:mod:`wire.quotas`, one :class:`~wire.quotas.ListenerLimits` shared by the
 broker's listeners): ``max.connections.per.ip(.overrides)`` and ``max.connections`` at accept
-(:meth:`_Server.verify_request`), ``queued.max.requests`` around each request, and a request body
-read in chunks so a declared size is never allocated before its bytes arrive.
+(:meth:`_Server.verify_request`); ``queued.max.requests`` from the moment a request's whole body has
+arrived until its response is written or its handler parks in a long poll (Kafka's
+``RequestChannel`` queue; a ``DelayedFetch`` in purgatory holds no slot); a request body read in
+chunks so a declared size is never allocated before its bytes arrive; and
+``connections.max.idle.ms`` as the socket timeout while the connection waits for or reads a
+frame (and writes a response), so a silent client, a stalled body or an unauthenticated SASL
+connection is closed after that long (Kafka's ``Selector`` idle expiry).
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from typing import Any
 
 from wire.principal import ANONYMOUS
 from wire.protocol import FrameError, UnsupportedRequest, decode_request, encode_response
-from wire.quotas import ListenerLimits, recv_body
+from wire.quotas import ListenerLimits, hold_slot, recv_body, release_slot
 from wire.sasl import SaslConfig, SaslServerSession
 from wire.tls import ssl_principal
 
@@ -109,23 +114,22 @@ class _Handler(socketserver.BaseRequestHandler):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         conn = Connection(self.client_address, server.listener_name, server.security_protocol)
         tls: ssl.SSLSocket | None = None
+        idle_s = server.limits.idle_timeout_s  # connections.max.idle.ms; None: no idle timeout
         if server.ssl_context is not None:
             tls = self._tls_handshake(sock, conn)
             if tls is None:
                 return
             sock = tls
+        sock.settimeout(idle_s)  # reads and writes of this connection; a handler's long poll does not read
         if server.sasl_config is not None:
             conn.sasl = SaslServerSession(server.sasl_config, server.dispatcher.supported)
         dispatcher = server.dispatcher
         max_bytes = server.max_request_bytes
         sasl = conn.sasl
         slots = server.limits.requests  # queued.max.requests (wire.quotas)
-        held = False
         try:
             while not server.stopping.is_set():
-                if held:  # the previous request's response is written
-                    slots.release()
-                    held = False
+                release_slot()  # the previous request's response is written (no-op if its handler parked)
                 head = _recv_exact(sock, 4)
                 if head is None:
                     return
@@ -136,12 +140,14 @@ class _Handler(socketserver.BaseRequestHandler):
                 if size <= 0 or size > limit:
                     log.warning("closing %s: frame size %d outside 1..%d (socket.request.max.bytes / sasl.server.max.receive.size)", conn.peer, size, limit)
                     return
-                if not slots.acquire(self.server.stopping):
-                    return
-                held = True
                 payload = recv_body(sock, size)  # in chunks: never allocates the declared size up front
                 if payload is None:
                     return
+                # queued.max.requests counts requests read and not yet answered or parked, so the
+                # slot is taken only now: a client that stalls mid-frame holds none.
+                if not slots.acquire(server.stopping):
+                    return
+                hold_slot(slots)
                 conn.requests += 1
                 if sasl is not None:
                     step = sasl.receive(payload, int(time.monotonic() * 1000))
@@ -181,11 +187,13 @@ class _Handler(socketserver.BaseRequestHandler):
                     return
                 if out is not None:
                     sock.sendall(out)
+        except TimeoutError:
+            # Kafka's Selector logs its idle expiry at debug too
+            log.debug("closing %s: no request frame read (or response written) within connections.max.idle.ms (%s s)", conn.peer, idle_s)
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s ended: %s", conn.peer, exc)
         finally:
-            if held:
-                slots.release()
+            release_slot()
             try:
                 dispatcher.connection_closed(conn)
             except Exception:  # pragma: no cover - cleanup must not raise into socketserver
@@ -199,7 +207,8 @@ class _Handler(socketserver.BaseRequestHandler):
     def _tls_handshake(self, sock: socket.socket, conn: Connection) -> "ssl.SSLSocket | None":
         """Wrap ``sock`` with the listener's SSL context and run the handshake here, in the
         connection's thread, bounded by the listener's handshake timeout. Sets the SSL principal
-        on an SSL listener. Returns the TLS socket, or ``None`` (logged) when the handshake fails."""
+        on an SSL listener. Returns the TLS socket (its timeout is still the handshake's: the caller sets
+        the idle timeout), or ``None`` (logged) when the handshake fails."""
         server = self.server
         assert server.ssl_context is not None
         sock.settimeout(server.handshake_timeout_s)
@@ -208,7 +217,6 @@ class _Handler(socketserver.BaseRequestHandler):
         except (ssl.SSLError, OSError) as exc:
             log.info("closing %s: TLS handshake on %s failed: %s", conn.peer, server.listener_name, exc)
             return None
-        tls.settimeout(None)
         if server.security_protocol == "SSL":
             conn.principal = ssl_principal(tls)
         return tls
@@ -225,6 +233,9 @@ class _Server(socketserver.ThreadingTCPServer):
     request_queue_size = 128
 
     def __init__(self, addr: tuple[str, int], dispatcher: Dispatcher, max_request_bytes: int, limits: ListenerLimits | None = None) -> None:
+        if limits is not None and limits.max_request_bytes != max_request_bytes:
+            # one value of socket.request.max.bytes: the one ListenerLimits.from_config validated
+            raise ValueError(f"max_request_bytes {max_request_bytes} differs from limits.max_request_bytes {limits.max_request_bytes}")
         self.dispatcher = dispatcher
         self.max_request_bytes = max_request_bytes
         self.limits = limits or ListenerLimits(max_request_bytes=max_request_bytes)
@@ -257,8 +268,9 @@ class KafkaListener:
     ``ssl_context`` is required for SSL/SASL_SSL (see :func:`wire.tls.server_context`) and
     ``sasl_config`` for SASL_* (see :func:`wire.sasl.sasl_config`); ``handshake_timeout_s``
     bounds each TLS handshake (seconds); ``limits`` is the broker's :class:`~wire.quotas.ListenerLimits`,
-    shared by all its listeners (default: Kafka's defaults with ``max_request_bytes``). Raises ``ValueError`` when those do not match the
-    protocol. :meth:`start` binds and serves in a background thread; :attr:`port` is the bound
+    shared by all its listeners (default: Kafka's defaults with ``max_request_bytes``; when given, its
+    ``max_request_bytes`` must equal the argument). Raises ``ValueError`` when those do not match
+    the protocol or the two ``max_request_bytes`` differ. :meth:`start` binds and serves in a background thread; :attr:`port` is the bound
     port (useful with port 0); :meth:`stop` stops accepting and closes the socket (open
     connections end when their threads next read).
     """

@@ -48,6 +48,7 @@ from actors.share.sessions import ShareSessions, decide_share_acknowledge, decid
 from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
 from wire.controller_client import GroupRefused
 from wire.gateway import ActorTimeout
+from wire.quotas import parked
 
 __all__ = ["ShareClient"]
 
@@ -237,7 +238,9 @@ class ShareClient:
 
     def _maybe_wait(self, group: str, parts: set[tuple[str, int]], names: dict[str, str], max_wait_ms: int) -> None:
         """Long poll before asking: while every session partition's next fetch offset is known
-        and at the high watermark, wait for an append (up to ``max_wait_ms``)."""
+        and at the high watermark, wait for an append (up to ``max_wait_ms``). The wait holds no
+        ``queued.max.requests`` slot (:func:`wire.quotas.parked`; Kafka's ``DelayedShareFetch``
+        waits in purgatory, outside the request queue)."""
         if max_wait_ms <= 0 or not parts:
             return
         deadline = time.monotonic() + max_wait_ms / 1000
@@ -255,7 +258,8 @@ class ShareClient:
             remaining = deadline - time.monotonic()
             if not idle or remaining <= 0:
                 return
-            self.logs.wait(int(remaining * 1000), seen)
+            with parked():
+                self.logs.wait(int(remaining * 1000), seen)
 
     def _bytes_for(self, read: tuple[list[tuple[int, int]], bytes] | None, name: str | None, partition: int, acquired: tuple[AcquiredRange, ...]) -> bytes:
         """The bytes of the read batches that overlap ``acquired`` (read again from the log when the

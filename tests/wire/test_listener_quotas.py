@@ -1,7 +1,9 @@
 """Connection quotas, ``queued.max.requests`` and ``socket.request.max.bytes`` on a real listener
 (FakeBackend, no actors): a connection over its address's limit is closed at once, a connection over
 ``max.connections`` waits in the backlog until another closes, a request waits for a slot while
-``queued.max.requests`` are in flight, and a large declared frame is not allocated up front."""
+``queued.max.requests`` are being handled (but a stalled frame or a long-polling Fetch holds none),
+a large declared frame is not allocated up front, and ``connections.max.idle.ms`` closes a
+connection that does not complete a frame."""
 
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ import socket
 import struct
 import threading
 import tracemalloc
+import types
 
+import pytest
 
 from tests.wire.fake_backend import FakeBackend
 from tests.wire.test_listener import _api_versions_frame, _read_frame
 from wire.dispatch import KafkaDispatcher
 from wire.protocol import decode_response
 from wire.quotas import ListenerLimits
+from wire import server as server_mod
 from wire.server import KafkaListener
 
 
@@ -160,8 +165,7 @@ def test_a_declared_large_frame_is_not_allocated_before_its_bytes_arrive():
         tracemalloc.start()
         s = _connect(lst.port)
         s.sendall(struct.pack(">i", 50 * 1024 * 1024) + b"0123456789")
-        _wait_until(lambda: limits.requests.in_flight == 1, "the listener reads the body")
-        s.close()
+        s.close()  # the listener reads the 10 bytes, then EOF
         _wait_until(lambda: limits.connections.total == 0, "the connection ended")
         _cur, peak = tracemalloc.get_traced_memory()
     finally:
@@ -169,3 +173,112 @@ def test_a_declared_large_frame_is_not_allocated_before_its_bytes_arrive():
         lst.stop()
     assert peak < 4 * 1024 * 1024
     assert limits.requests.in_flight == 0
+
+
+def test_a_client_that_declares_a_size_and_stalls_holds_no_request_slot(monkeypatch):
+    """queued.max.requests=1: a connection that sent ``00 00 00 64`` and 3 bytes of body must not
+    block the others (the slot is taken only once the whole body has arrived)."""
+    reading = threading.Event()
+    real = server_mod.recv_body
+
+    def spy(sock, size, *a):
+        reading.set()  # the size is read, the body is being read
+        return real(sock, size, *a)
+
+    monkeypatch.setattr(server_mod, "recv_body", spy)
+    lst, limits = _listener(**{"queued.max.requests": "1"})
+    try:
+        stalled = _connect(lst.port)
+        stalled.sendall(struct.pack(">i", 100) + b"abc")
+        assert reading.wait(10)
+        other = _connect(lst.port)
+        assert _works(other, 1) and _works(other, 2)
+        assert limits.requests.waited == 0  # never queued behind the stalled frame
+        _wait_until(lambda: limits.requests.in_flight == 0, "the answered requests give their slots back")
+        stalled.close(), other.close()
+    finally:
+        lst.stop()
+
+
+def _fetch_frame(cid: int, topic: str, max_wait_s: float) -> bytes:
+    import datetime
+
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+    from kio.static.primitive import i32, i64
+
+    from wire.protocol import encode_request, request_header
+
+    part = FetchPartition(partition=i32(0), fetch_offset=i64(0), partition_max_bytes=i32(1 << 20))
+    body = FetchRequest(max_wait=datetime.timedelta(seconds=max_wait_s), min_bytes=i32(1), topics=(FetchTopic(topic=topic, partitions=(part,)),), forgotten_topics_data=())
+    return encode_request(request_header(1, 12, cid), body)
+
+
+def test_a_long_polling_fetch_holds_no_request_slot():
+    """queued.max.requests=1: a Fetch waiting for records (Kafka: a DelayedFetch in purgatory)
+    leaves the slot to other requests; it is answered when records arrive."""
+    from tests.wire.test_protocol import make_batch
+
+    be = FakeBackend()
+    be.create_topics([types.SimpleNamespace(name="t", partitions=1)], False)
+    waiting = threading.Event()
+    real_wait = be.wait_for_data
+
+    def spy(timeout_ms, since=None):
+        waiting.set()
+        return real_wait(timeout_ms, since)
+
+    be.wait_for_data = spy
+    lst, limits = _listener(KafkaDispatcher(be, auto_create_topics=False), **{"queued.max.requests": "1"})
+    try:
+        poller, other = _connect(lst.port), _connect(lst.port)
+        poller.sendall(_fetch_frame(5, "t", 60))
+        assert waiting.wait(10)
+        assert limits.requests.in_flight == 0
+        assert _works(other, 6)
+        assert limits.requests.waited == 0
+        assert be.produce("t", 0, make_batch([b"x"]), -1).error is None
+        frame = _read_frame(poller)
+        assert frame is not None
+        cid, resp = decode_response(frame, 1, 12)
+        assert cid == 5 and resp.responses[0].partitions[0].records
+        _wait_until(lambda: limits.requests.in_flight == 0, "no slot is left behind")
+        poller.close(), other.close()
+    finally:
+        lst.stop()
+
+
+def test_connections_max_idle_ms_closes_a_silent_connection_and_a_stalled_frame():
+    lst, limits = _listener(**{"connections.max.idle.ms": "100", "queued.max.requests": "1"})
+    try:
+        silent, stalled, busy = _connect(lst.port), _connect(lst.port), _connect(lst.port)
+        stalled.sendall(struct.pack(">i", 100) + b"abc")
+        assert _works(busy, 1)
+        assert silent.recv(1) == b""  # closed by the listener (the client's own timeout is 10 s)
+        assert stalled.recv(1) == b""
+        _wait_until(lambda: limits.connections.total <= 1, "the idle connections are uncounted")
+        assert limits.requests.in_flight == 0
+        for s in (silent, stalled, busy):
+            s.close()
+    finally:
+        lst.stop()
+
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [(None, 600.0), ("250", 0.25), ("-1", None)],
+)
+def test_connections_max_idle_ms_parsing(value, expected):
+    cfg = {} if value is None else {"connections.max.idle.ms": value}
+    assert ListenerLimits.from_config(cfg).idle_timeout_s == expected
+
+
+@pytest.mark.parametrize("value", ["0", "ten", str(2**63)])
+def test_connections_max_idle_ms_bad_values(value):
+    with pytest.raises(ValueError, match="connections.max.idle.ms"):
+        ListenerLimits.from_config({"connections.max.idle.ms": value})
+
+
+def test_socket_request_max_bytes_has_one_value():
+    limits = ListenerLimits.from_config({"socket.request.max.bytes": "1024"})
+    with pytest.raises(ValueError, match="max_request_bytes"):
+        KafkaListener("127.0.0.1", 0, KafkaDispatcher(FakeBackend(), auto_create_topics=False), 2048, limits=limits)

@@ -222,3 +222,36 @@ def test_describe_and_alter_group_configs(disp):
     assert r.responses[0].error_code == ErrorCode.none
     d = roundtrip(disp, 32, 4, DescribeConfigsRequest(resources=(DescribeConfigsResource(resource_type=i8(32), resource_name="g", configuration_keys=None),), include_synonyms=False, include_documentation=False))
     assert [(c.name, c.value) for c in d.results[0].configs] == [("share.auto.offset.reset", "earliest")]
+
+
+class _Waited(Exception):
+    """Raised by a backend whose ``wait_for_data`` must not be reached."""
+
+
+def _no_wait(be: FakeBackend) -> FakeBackend:
+    def wait_for_data(timeout_ms, since=None):
+        raise _Waited(timeout_ms)
+
+    be.wait_for_data = wait_for_data
+    return be
+
+
+def _long_fetch(*parts: tuple[str, int]):
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+
+    topics = tuple(FetchTopic(topic=t, partitions=(FetchPartition(partition=i32(p), fetch_offset=i64(0), partition_max_bytes=i32(1 << 20)),)) for t, p in parts)
+    return FetchRequest(max_wait=datetime.timedelta(minutes=10), min_bytes=i32(1), topics=topics, forgotten_topics_data=())
+
+
+def test_a_fetch_with_no_partitions_or_an_erroring_partition_is_answered_without_waiting():
+    """Kafka's ReplicaManager.fetchMessages: no DelayedFetch when fetchInfos is empty or any
+    partition has an error (errorReadingData), whatever max_wait is."""
+    d = KafkaDispatcher(_no_wait(FakeBackend()), auto_create_topics=False)
+    _create(d, "t", 1)
+    assert roundtrip(d, 1, 12, _long_fetch()).responses == ()
+    r = roundtrip(d, 1, 12, _long_fetch(("missing", 0)))
+    assert r.responses[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
+    r = roundtrip(d, 1, 12, _long_fetch(("t", 0), ("missing", 0)))  # one empty partition, one error
+    assert [p.error_code for t in r.responses for p in t.partitions] == [ErrorCode.none, ErrorCode.unknown_topic_or_partition]
+    with pytest.raises(_Waited):  # the same Fetch of the empty partition alone long-polls
+        roundtrip(d, 1, 12, _long_fetch(("t", 0)))

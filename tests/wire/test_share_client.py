@@ -184,3 +184,30 @@ def test_by_duration_reset_timestamp_is_resolved_and_sent_with_the_next_fetch(tm
     assert gw.sent[0].partitions[0].reset_offset is None
     assert gw.sent[1].partitions[0].reset_offset == 1
     reg.close()
+
+
+def test_the_long_poll_gives_back_the_request_slot(logs):
+    """A ShareFetch waiting for records (Kafka: a DelayedShareFetch in purgatory) holds no
+    queued.max.requests slot while it waits (wire.quotas.parked)."""
+    from wire.quotas import RequestSlots, hold_slot, release_slot
+
+    gw = RecordingGateway(_acquire_all)
+    sc = ShareClient(gw, FakeController(), logs, {})
+    sc.fetch("g", "m1", 0, [(TID, 0), (TID, 1)], [], [], 500, 0)  # reads up to the high watermarks
+    slots = RequestSlots(1)
+    in_flight_while_waiting = []
+
+    def wait(timeout_ms, since=None):
+        in_flight_while_waiting.append(slots.in_flight)
+        logs.append("t", 0, build_batch([(None, b"new")]))  # ends the long poll
+
+    logs.wait = wait
+    assert slots.acquire()
+    hold_slot(slots)  # as the listener does once a request's body has arrived
+    try:
+        r = sc.fetch("g", "m1", 1, [], [], [], 500, 60_000)
+    finally:
+        still_held = release_slot()
+    assert in_flight_while_waiting == [0]
+    assert not still_held and slots.in_flight == 0
+    assert [(a.first_offset, a.last_offset) for p in r.partitions for a in p.acquired] == [(30, 30)]

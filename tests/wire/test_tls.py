@@ -292,3 +292,21 @@ def test_plaintext_connections_carry_the_defaults():
     finally:
         lst.stop()
     assert d.seen == [("User:ANONYMOUS", "PLAINTEXT", "PLAINTEXT")]
+
+
+def test_connections_max_idle_ms_applies_after_the_tls_handshake(pki):
+    """After the handshake the TLS socket gets the idle timeout (connections.max.idle.ms), not
+    no timeout: a TLS client that sends nothing is closed, another is served."""
+    from wire.quotas import ListenerLimits
+
+    limits = ListenerLimits.from_config({"connections.max.idle.ms": "200"})
+    d = RecordingDispatcher(FakeBackend(), auto_create_topics=False)
+    lst = KafkaListener("127.0.0.1", 0, d, limits.max_request_bytes, name="SSL", security_protocol="SSL", ssl_context=server_context(pem_cfg(pki)), limits=limits).start()
+    try:
+        with socket.create_connection(("127.0.0.1", lst.port), timeout=10) as raw, client_ctx(pki, cert=False).wrap_socket(raw, server_hostname="localhost") as idle:
+            with socket.create_connection(("127.0.0.1", lst.port), timeout=10) as raw2, client_ctx(pki, cert=False).wrap_socket(raw2, server_hostname="localhost") as s:
+                s.sendall(api_versions_frame(1))
+                assert decode_response(_read_frame(s), 18, 3)[0] == 1
+            assert _read_frame(idle) is None  # closed by the listener well before the client's 10 s
+    finally:
+        lst.stop()
