@@ -309,8 +309,7 @@ class Daemon:
             first = specs[0]
             self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port)
             authorizer = authz.from_config(self.cfg, controller)  # authorizer.class.name (acls)
-            served = self.backend if authorizer is None else authz.AuthorizingBackend(self.backend, authorizer)
-            dispatcher = _Dispatcher(served, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
+            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
             self.dispatcher = dispatcher
             limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests: broker-wide (wire.quotas)
             for spec in specs:
