@@ -38,7 +38,7 @@ from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
-from wire.memory import MallocTrimmer, limit_malloc_arenas
+from wire.memory import MallocTrimmer
 from wire.listeners import ListenerSpec, advertised_endpoints, listener_config, listener_prefix, parse_listeners
 from wire.server import KafkaListener
 from wire.quotas import ListenerLimits
@@ -273,8 +273,6 @@ class Daemon:
         RLMM actors), the logs, the remote log manager and the listener. Raises on failure
         (after cleaning up what was started)."""
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
-        # guard: few malloc arenas, so connection threads do not pin freed memory (wire/memory.py).
-        limit_malloc_arenas(int(self.cfg.get("shoal.malloc.arena.max", "1")))
         from thespian.actors import ActorSystem
 
         from actors.journal import JournalActor
