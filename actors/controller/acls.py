@@ -452,7 +452,9 @@ def decide_create_acls(acls: AclSet, cmd: CreateAcls) -> tuple[list[AclsCreated]
 def decide_delete_acls(acls: AclSet, cmd: DeleteAcls) -> tuple[list[AclsDeleted], list[AclDeleteResult]]:
     """Decide DeleteAcls: per filter, INVALID_REQUEST ("Unknown patternFilter." / "Unknown
     entryFilter.") or the ACLs it matches. Returns ``([AclsDeleted(all matched, sorted)] or [],
-    results in request order)``."""
+    results in request order)``. An ACL matched by several filters is listed under each of them
+    and deleted once: Kafka's KRaft ``AclControlManager.deleteAcls`` runs every filter over the
+    same ACLs (``deleteAclsForFilter``) and collects the removal records in a set."""
     results: list[AclDeleteResult] = []
     gone: set[AclBinding] = set()
     for f in cmd.filters:
