@@ -34,9 +34,14 @@ def run(
 
     os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
     from wire.daemon import Daemon
+    from wire.memory import limit_malloc_arenas
 
     cfg = load_config(config, override, data_dir)
     logging.basicConfig(level=cfg.get("shoal.log.level", "WARNING").upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # guard: few malloc arenas, so connection threads do not pin freed memory (wire/memory.py).
+    # A process-wide glibc setting: applied here, by the daemon's own process, before any thread
+    # starts — never by a Daemon started inside another process (a test run).
+    limit_malloc_arenas(int(cfg.get("shoal.malloc.arena.max", "1")))
     daemon = Daemon(cfg)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.request_stop())

@@ -65,7 +65,6 @@ def bench_dispatch(requests: int, on: bool) -> float:
         acls = random_acls(10_000, random.Random(1)) + [AclBinding("TOPIC", "t", "LITERAL", "User:ANONYMOUS", "*", "WRITE", "ALLOW")]
         authorizer = authz.Authorizer({}, lambda _k: ("1", tuple(acls)))
         authorizer.refresh()
-        backend = authz.AuthorizingBackend(inner, authorizer)
     d = KafkaDispatcher(backend, authorizer=authorizer)
 
     class Conn:

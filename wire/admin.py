@@ -16,7 +16,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i16, i32
 
-from wire.authz import allowed
+from actors.controller.acls import CLUSTER_NAME
+from wire.authz import Authorizer, allowed
 from wire.backend import Backend, TopicSpec
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
 from wire.listeners import endpoint_for
@@ -78,11 +79,13 @@ def topic_metadata(cls: type, backend: Backend, info: Any) -> Any:
     return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id, is_internal=info.internal, partitions=parts)
 
 
-def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener: str | None = None) -> Any:
+def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener: str | None = None, authorizer: Authorizer | None = None) -> Any:
     """Metadata: this broker, and the requested topics (all when ``topics`` is null). Unknown
     names give UNKNOWN_TOPIC_OR_PARTITION unless ``allow_auto_topic_creation`` and the broker's
     ``auto.create.topics.enable`` (then the topic is created with broker defaults). The broker's
-    endpoint is the advertised one of ``listener``, the listener the request arrived on."""
+    endpoint is the advertised one of ``listener``, the listener the request arrived on.
+    ``authorizer`` (the dispatcher's, ``None`` = off): a named topic needs DESCRIBE, else
+    TOPIC_AUTHORIZATION_FAILED (``KafkaApis.handleTopicMetadataRequest``)."""
     cls = response_class(3, req.api_version)
     body = req.body
     if body.topics is not None and req.api_version < 12:
@@ -102,7 +105,7 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener:
         known = {t.name: t for t in backend.topics()}
         # ACLs: DESCRIBE on a named topic, else TOPIC_AUTHORIZATION_FAILED (KafkaApis); a topic
         # auto-creation refused for want of CREATE answers the same
-        denied = {n for n in wanted if not allowed(backend, "DESCRIBE", "TOPIC", n)}
+        denied = {n for n in wanted if not allowed(authorizer, "DESCRIBE", "TOPIC", n)}
         missing = [n for n in wanted if n not in known and n not in denied]
         if missing and auto_create and getattr(body, "allow_auto_topic_creation", True):
             created = backend.create_topics([TopicSpec(n, -1, -1) for n in missing], False)
@@ -155,13 +158,31 @@ import uuid as _uuid  # noqa: E402
 _ZERO_UUID = _uuid.UUID(int=0)
 
 
-def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None = None) -> Any:
+#: ``Errors.message()`` of the errors FindCoordinator answers from an exception (v0-3 error
+#: responses and the whole-request failure carry it)
+_COORDINATOR_MESSAGES = {
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.transactional_id_authorization_failed: "Transactional Id authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+    ErrorCode.invalid_request: "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
+}
+
+
+def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None = None, authorizer: Authorizer | None = None) -> Any:
     """FindCoordinator (v4+: batched ``coordinator_keys``; v0-3: one ``key``). Group (0) and share
     (2, key ``group:topicId:partition``) keys resolve to this node (its endpoint on ``listener``,
     the listener the request arrived on); transaction keys (1) give COORDINATOR_NOT_AVAILABLE
     (no transactions in Shoal). v0 has no ``key_type``: its key is a group id
     (``FindCoordinatorRequest.json``: keyType is v1+, default 0). A key type Kafka does not know
-    gives INVALID_REQUEST (``CoordinatorType.forId`` throws InvalidRequestException)."""
+    gives INVALID_REQUEST (``CoordinatorType.forId`` throws InvalidRequestException).
+
+    ACLs (``authorizer``, the dispatcher's; ``None`` = off), as ``KafkaApis.getCoordinator``, per
+    key in this order: a GROUP key needs DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED; a
+    TRANSACTION key needs DESCRIBE on the transactional id, else
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; a SHARE key below v6 is INVALID_REQUEST; a SHARE key
+    needs CLUSTER_ACTION on the cluster, else ``authorizeClusterOperation`` throws and the whole
+    response is CLUSTER_AUTHORIZATION_FAILED (every key, ``FindCoordinatorRequest.getErrorResponse``).
+    Below v4 an error answers with Kafka's message for it (``prepareOldResponse``)."""
     cls = response_class(10, req.api_version)
     body = req.body
     key_type = int(getattr(body, "key_type", COORDINATOR_GROUP))
@@ -174,20 +195,41 @@ def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None
         err, msg = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
     ep_host, ep_port = endpoint_for(backend, listener)
     node, host, port = (i32(backend.node_id), ep_host, i32(ep_port)) if ok else (i32(-1), "", i32(-1))
+    keys = tuple(body.coordinator_keys) if req.api_version >= 4 else (body.key,)
+    denied = {k: e for k in keys if (e := _coordinator_denied(authorizer, key_type, k, req.api_version)) is not None}
+    if key_type == COORDINATOR_SHARE and req.api_version >= 6 and not allowed(authorizer, "CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+        denied = dict.fromkeys(keys, ErrorCode.cluster_authorization_failed)
     if req.api_version >= 4:
-        coords = tuple(_coordinator(cls, backend, key_type, k, node, host, port, err, msg) for k in body.coordinator_keys)
+        coords = tuple(
+            nested(cls, "Coordinator", key=k, node_id=i32(-1), host="", port=i32(-1), error_code=denied[k], error_message=_whole_request_message(denied[k]))
+            if k in denied
+            else nested(cls, "Coordinator", key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg)
+            for k in keys
+        )
         return build(cls, throttle_time=NO_THROTTLE, coordinators=coords)
-    if key_type == COORDINATOR_GROUP and not allowed(backend, "DESCRIBE", "GROUP", body.key):
-        return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.group_authorization_failed, error_message=None, node_id=i32(-1), host="", port=i32(-1))
+    if keys[0] in denied:
+        e = denied[keys[0]]
+        return build(cls, throttle_time=NO_THROTTLE, error_code=e, error_message=_COORDINATOR_MESSAGES[e], node_id=i32(-1), host="", port=i32(-1))
     return build(cls, throttle_time=NO_THROTTLE, error_code=err, error_message=msg, node_id=node, host=host, port=port)
 
 
-def _coordinator(cls: type, backend: Backend, key_type: int, key: str, node: Any, host: str, port: Any, err: ErrorCode, msg: str | None) -> Any:
-    """One ``Coordinator`` of a v4+ answer; a GROUP key needs DESCRIBE on the group (ACLs), else
-    GROUP_AUTHORIZATION_FAILED (KafkaApis ``handleFindCoordinatorRequest``)."""
-    if key_type == COORDINATOR_GROUP and not allowed(backend, "DESCRIBE", "GROUP", key):
-        return nested(cls, "Coordinator", key=key, node_id=i32(-1), host="", port=i32(-1), error_code=ErrorCode.group_authorization_failed, error_message=None)
-    return nested(cls, "Coordinator", key=key, node_id=node, host=host, port=port, error_code=err, error_message=msg)
+def _coordinator_denied(authorizer: Authorizer | None, key_type: int, key: str, version: int) -> ErrorCode | None:
+    """The per-key error of ``KafkaApis.getCoordinator`` before a coordinator is looked up (see
+    :func:`find_coordinator`), ``None`` when the key may be resolved. The SHARE cluster check is
+    the caller's (it fails the whole request)."""
+    if key_type == COORDINATOR_GROUP and not allowed(authorizer, "DESCRIBE", "GROUP", key):
+        return ErrorCode.group_authorization_failed
+    if key_type == COORDINATOR_TRANSACTION and not allowed(authorizer, "DESCRIBE", "TRANSACTIONAL_ID", key):
+        return ErrorCode.transactional_id_authorization_failed
+    if key_type == COORDINATOR_SHARE and version < 6:
+        return ErrorCode.invalid_request
+    return None
+
+
+def _whole_request_message(error: ErrorCode) -> str | None:
+    """v4+ per-key errors carry no message, except the whole-request CLUSTER_AUTHORIZATION_FAILED
+    (``prepareErrorResponse`` sets ``Errors.message()``)."""
+    return _COORDINATOR_MESSAGES[error] if error == ErrorCode.cluster_authorization_failed else None
 
 
 def create_topics(req: DecodedRequest, backend: Backend) -> Any:

@@ -20,8 +20,10 @@
   each call as Kafka's ``KafkaApis``/``AuthHelper`` does (table in its docstring). The principal
   and host are those of the connection the current thread serves (:func:`bind`, called by the
   dispatcher; one thread per connection): ``conn.principal`` (``"User:ANONYMOUS"`` on PLAINTEXT)
-  and ``conn.peer[0]``. With the authorizer off the dispatcher uses the plain backend: no per-request
-  cost at all.
+  and ``conn.peer[0]``. The dispatcher (:class:`wire.dispatch.KafkaDispatcher`) does the wrapping
+  itself when given an authorizer, and the handlers that check outside a backend call use that
+  same authorizer (:func:`allowed`). With the authorizer off the dispatcher uses the plain backend:
+  no per-request cost at all.
 """
 
 from __future__ import annotations
@@ -175,13 +177,14 @@ def from_config(cfg: Mapping[str, str], controller: Any) -> Authorizer | None:
     return authz
 
 
-def allowed(backend: Any, operation: str, resource_type: str, name: str) -> bool:
+def allowed(authorizer: Authorizer | None, operation: str, resource_type: str, name: str) -> bool:
     """For handlers that check outside a backend call (Metadata, FindCoordinator): True when
-    ``backend`` is not an :class:`AuthorizingBackend` (authorizer off), else its verdict for the
-    bound connection."""
-    if type(backend) is not AuthorizingBackend:
+    ``authorizer`` is ``None`` (``authorizer.class.name`` empty), else its verdict for the bound
+    connection (:meth:`Authorizer.check`). The dispatcher passes its own authorizer, the one its
+    :class:`AuthorizingBackend` uses."""
+    if authorizer is None:
         return True
-    return backend.authorizer.check(operation, resource_type, name)
+    return authorizer.check(operation, resource_type, name)
 
 
 _CONFIG_RESOURCES = {2: ("TOPIC", "TOPIC_AUTHORIZATION_FAILED"), 4: ("CLUSTER", "CLUSTER_AUTHORIZATION_FAILED"), 32: ("GROUP", "GROUP_AUTHORIZATION_FAILED")}
@@ -228,19 +231,23 @@ class AuthorizingBackend:
 
     #: ``inner``'s methods that need no ACL (no resource is read or changed through them)
     UNCHECKED = frozenset({"data_version", "wait_for_data", "status", "tiered_segments", "scram_credential"})
+    #: ``inner``'s data attributes the handlers read (this broker's identity and endpoints); no
+    #: other attribute passes through (``controller``, ``shares``, ``logs`` … would hand out
+    #: unchecked methods)
+    DATA = frozenset({"node_id", "host", "port", "endpoints", "cluster_id"})
 
     def __init__(self, inner: Any, authorizer: Authorizer) -> None:
         self.inner = inner
         self.authorizer = authorizer
 
     def __getattr__(self, name: str) -> Any:
-        """``inner``'s attribute ``name``: data (``node_id``, ``host``, ``endpoints`` …) and the
-        methods in :data:`UNCHECKED`. Any other method of ``inner`` has no authorization rule here
-        and raises ``AttributeError`` (fail closed: a new backend call must get its ACL first)."""
-        value = getattr(self.inner, name)
-        if callable(value) and name not in self.UNCHECKED:
-            raise AttributeError(f"backend call {name!r} has no authorization rule (wire/authz.py AuthorizingBackend)")
-        return value
+        """``inner``'s attribute ``name`` if it is in :data:`DATA` (``node_id``, ``host``,
+        ``endpoints`` …) or :data:`UNCHECKED`. Anything else raises ``AttributeError`` (fail
+        closed: a new backend call must get its ACL first, and no component object such as
+        ``controller`` is handed out)."""
+        if name in self.DATA or name in self.UNCHECKED:
+            return getattr(self.inner, name)
+        raise AttributeError(f"backend attribute {name!r} has no authorization rule (wire/authz.py AuthorizingBackend)")
 
     def _ok(self, operation: str, resource_type: str, name: str) -> bool:
         return self.authorizer.check(operation, resource_type, name)
@@ -271,21 +278,27 @@ class AuthorizingBackend:
                 out[n] = ("TOPIC_AUTHORIZATION_FAILED", None)
         return out
 
-    def _config_check(self, op: str, resource_type: int, name: str) -> str | None:
+    def _config_check(self, op: str, resource_type: int, name: str) -> tuple[str, str | None] | None:
+        """``None`` when ``op`` on the config resource is allowed, else ``(error, message)``. A
+        resource type without an ACL rule here (BROKER_LOGGER, CLIENT_METRICS, an unknown code)
+        is INVALID_REQUEST, never passed on unchecked (Kafka answers INVALID_REQUEST "Unexpected
+        resource type" for types it does not know; Shoal serves none of the others)."""
         rtype, error = _CONFIG_RESOURCES.get(resource_type, (None, None))
         if rtype is None:
-            return None  # the inner backend answers INVALID_REQUEST
-        return None if self._ok(op, rtype, CLUSTER_NAME if rtype == "CLUSTER" else name) else error
+            return "INVALID_REQUEST", f"unsupported resource type {resource_type}"
+        if self._ok(op, rtype, CLUSTER_NAME if rtype == "CLUSTER" else name):
+            return None
+        return error, None
 
     def describe_configs(self, resource_type: int, name: str, keys: Sequence[str] | None):
         """DESCRIBE_CONFIGS on the topic, the cluster (broker resources) or the group."""
-        err = self._config_check("DESCRIBE_CONFIGS", resource_type, name)
-        return (err, None, []) if err else self.inner.describe_configs(resource_type, name, keys)
+        denied = self._config_check("DESCRIBE_CONFIGS", resource_type, name)
+        return (*denied, []) if denied else self.inner.describe_configs(resource_type, name, keys)
 
     def alter_configs(self, resource_type: int, name: str, ops, validate_only: bool):
         """ALTER_CONFIGS on the topic, the cluster (broker resources) or the group."""
-        err = self._config_check("ALTER_CONFIGS", resource_type, name)
-        return (err, None) if err else self.inner.alter_configs(resource_type, name, ops, validate_only)
+        denied = self._config_check("ALTER_CONFIGS", resource_type, name)
+        return denied if denied else self.inner.alter_configs(resource_type, name, ops, validate_only)
 
     def list_groups(self, types: Sequence[str], states: Sequence[str]):
         """All groups with DESCRIBE on the cluster, else those with DESCRIBE on the group."""

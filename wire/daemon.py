@@ -38,7 +38,7 @@ from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
-from wire.memory import MallocTrimmer, limit_malloc_arenas
+from wire.memory import MallocTrimmer
 from wire.listeners import ListenerSpec, advertised_endpoints, listener_config, listener_prefix, parse_listeners
 from wire.server import KafkaListener
 from wire.quotas import ListenerLimits
@@ -273,8 +273,6 @@ class Daemon:
         RLMM actors), the logs, the remote log manager and the listener. Raises on failure
         (after cleaning up what was started)."""
         os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
-        # guard: few malloc arenas, so connection threads do not pin freed memory (wire/memory.py).
-        limit_malloc_arenas(int(self.cfg.get("shoal.malloc.arena.max", "1")))
         from thespian.actors import ActorSystem
 
         from actors.journal import JournalActor
@@ -309,8 +307,7 @@ class Daemon:
             first = specs[0]
             self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port)
             authorizer = authz.from_config(self.cfg, controller)  # authorizer.class.name (acls)
-            served = self.backend if authorizer is None else authz.AuthorizingBackend(self.backend, authorizer)
-            dispatcher = _Dispatcher(served, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
+            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
             self.dispatcher = dispatcher
             limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests: broker-wide (wire.quotas)
             for spec in specs:

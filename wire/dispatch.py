@@ -92,13 +92,20 @@ class KafkaDispatcher(Dispatcher):
 
     ``auto_create_topics``: Kafka's ``auto.create.topics.enable`` (Metadata may create topics).
     ``authorizer``: a :class:`wire.authz.Authorizer` (``authorizer.class.name`` set) or ``None``;
-    when set, ``backend`` should be a :class:`wire.authz.AuthorizingBackend` over it and each
-    request's connection is bound for its checks (:func:`wire.authz.bind`).
+    when set, the dispatcher wraps ``backend`` (the plain one) in a
+    :class:`wire.authz.AuthorizingBackend` over it — the one place the wrapping happens, so the
+    handlers can never get an unchecked backend with the authorizer on — and binds each request's
+    connection for its checks (:func:`wire.authz.bind`). Raises ``TypeError`` if ``backend`` is
+    already an ``AuthorizingBackend``.
     Construction preloads the codecs of every ``supported`` version (:func:`wire.protocol.preload`).
     ``stats`` counts requests per api key and ``seconds`` sums their handling time (s, long polls
     included) per api key (both read by ``status``)."""
 
     def __init__(self, backend: Backend, auto_create_topics: bool = True, supported: dict[int, tuple[int, int]] | None = None, authorizer: "authz.Authorizer | None" = None) -> None:
+        if authorizer is not None:
+            if isinstance(backend, authz.AuthorizingBackend):
+                raise TypeError("pass the plain backend: KafkaDispatcher wraps it in the AuthorizingBackend itself")
+            backend = authz.AuthorizingBackend(backend, authorizer)
         self.backend = backend
         self.authorizer = authorizer
         self.auto_create_topics = auto_create_topics
@@ -112,8 +119,8 @@ class KafkaDispatcher(Dispatcher):
             0: lambda r, c: records.produce(r, backend),
             1: lambda r, c: records.fetch(r, backend),
             2: lambda r, c: records.list_offsets(r, backend),
-            3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics, getattr(c, "listener", None)),
-            10: lambda r, c: admin.find_coordinator(r, backend, getattr(c, "listener", None)),
+            3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics, getattr(c, "listener", None), self.authorizer),
+            10: lambda r, c: admin.find_coordinator(r, backend, getattr(c, "listener", None), self.authorizer),
             16: lambda r, c: admin.list_groups(r, backend),
             18: lambda r, c: admin.api_versions(r, self.supported),
             19: lambda r, c: admin.create_topics(r, backend),

@@ -12,7 +12,9 @@ what Python allocates.
 Configuration (Shoal's own keys, in ``config.BROKER_DEFAULTS``):
 
 - ``shoal.malloc.arena.max`` (default 1; 0 leaves glibc's default): ``M_ARENA_MAX``, set once
-  when the daemon starts, before the listener makes threads;
+  by ``app.py run`` before it starts the daemon (before the listener makes threads); a
+  :class:`wire.daemon.Daemon` started inside another process (a test run) leaves that
+  process's malloc alone;
 - ``shoal.malloc.trim.interval.ms`` (default 5000; 0 disables): how often the daemon's ticker
   returns free heap pages to the OS with ``malloc_trim(0)``.
 

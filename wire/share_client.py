@@ -40,7 +40,7 @@ import uuid
 from typing import Any, Sequence
 
 from actors.messages import StatusReply, StatusRequest
-from actors.share.config import BrokerShareConfig, GroupShareConfig, effective_group_configs
+from actors.share.config import BrokerShareConfig, GroupShareConfig, InvalidConfig, effective_group_configs, validate_group_configs
 from actors.share.errors import ShareError
 from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
 from actors.share.messages import DescribeShareGroup, ShareGroupDescription
@@ -402,7 +402,14 @@ class ShareClient:
 
     def alter_configs(self, group: str, ops, validate_only: bool):
         """IncrementalAlterConfigs on a GROUP resource: SET (0) and DELETE (1); APPEND/SUBTRACT
-        are INVALID_CONFIG for these scalar keys (as Kafka)."""
+        are INVALID_CONFIG for these scalar keys (as Kafka). Returns ``(error or None, message
+        or None)``.
+
+        ``validate_only`` never creates a group (no actor, no ``group.share.max.groups`` slot):
+        a group that does not exist has no overrides, so the ops are validated on their own
+        against the broker's bounds (:func:`~actors.share.config.validate_group_configs`, Kafka's
+        ``GroupConfig.validate``) — success or INVALID_CONFIG, as Kafka's controller answers a
+        validate-only change to a group resource with no configs yet."""
         from actors.share.messages import AlterGroupConfigs
 
         changes: dict[str, str | None] = {}
@@ -414,8 +421,10 @@ class ShareClient:
             else:
                 return "INVALID_CONFIG", f"Config value append/subtract is not allowed for config key {key}"
         try:
-            r = self._ask(group, AlterGroupConfigs(group, changes, True, validate_only))
+            r = self._ask(group, AlterGroupConfigs(group, changes, True, validate_only), create=not validate_only)
         except GroupRefused as exc:
+            if validate_only and exc.error == "GROUP_ID_NOT_FOUND":
+                return self._validate_new_group_configs(changes)
             return exc.error, exc.message
         except ActorTimeout as exc:
             return "COORDINATOR_NOT_AVAILABLE", str(exc)
@@ -430,6 +439,16 @@ class ShareClient:
             else:
                 self._lock_ms.pop(group, None)
         return _err(r.error), r.message or None
+
+    def _validate_new_group_configs(self, changes: dict[str, str | None]) -> tuple[str | None, str | None]:
+        """Validate ``changes`` (key → value, ``None`` deletes) as the overrides of a group with none
+        yet, against this broker's ``group.share.*`` bounds: ``(None, None)`` or ``(INVALID_CONFIG,
+        Kafka's message)``. Pure; no actor is asked."""
+        try:
+            validate_group_configs({k: v for k, v in changes.items() if v is not None}, BrokerShareConfig.from_config(self.cfg, strict_ranges=False))
+        except InvalidConfig as exc:
+            return exc.error, str(exc)
+        return None, None
 
     def _ask_live(self, group: str, msg: Any) -> Any:
         """Ask ``group``'s actor only if it is running (:meth:`ControllerClient.live_share_group`);

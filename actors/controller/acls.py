@@ -323,38 +323,52 @@ class AclSet:
         super_users: frozenset[str] = frozenset(),
         allow_if_no_acl: bool = False,
     ) -> bool:
-        """May ``principal`` do ``operation`` on at least one resource of ``resource_type``?
-        (Kafka's ``Authorizer.authorizeByResourceType``, KIP-679, used by InitProducerId: WRITE on
-        any topic.) True for super users; true if an ALLOW for the operation (or ALL) applies to
-        the principal and host on some pattern that is not denied by a DENY for the operation (or
-        ALL) of the principal on the same pattern, on the LITERAL wildcard or on a PREFIXED pattern
-        covering it; with no ACL of that resource type at all, ``allow_if_no_acl``."""
-        if principal in super_users:
+        """May ``principal`` from ``host`` do ``operation`` on at least one resource of
+        ``resource_type``? Kafka's default ``Authorizer.authorizeByResourceType`` (KIP-679; the
+        ``StandardAuthorizer`` does not override it), used by InitProducerId (WRITE on any topic):
+
+        1. allowed if :meth:`authorize` allows the LITERAL resource named ``"hardcode"`` (so super
+           users are allowed, and with ``allow_if_no_acl`` so is everyone when no ACL covers that
+           name — an ACL on another resource of the type does not count);
+        2. else, over the ACLs of the type whose principal is the caller's or ``"User:*"``, host
+           the caller's or ``"*"`` and operation ``operation`` or ALL (no implied operations): a
+           DENY on the LITERAL wildcard denies; an ALLOW on the LITERAL wildcard allows; else
+           allowed if some ALLOW pattern is not dominated by a DENY — a LITERAL allow by a LITERAL
+           deny of the same name, any allow by a PREFIXED deny whose name is a prefix of the allow's
+           name; else denied."""
+        if self.authorize(principal, host, operation, resource_type, "hardcode", super_users, allow_if_no_acl):
             return True
-        mine = [
-            b
-            for b in self._all
-            if b.resource_type == resource_type
-            and b.principal in (principal, WILDCARD_PRINCIPAL)
-            and b.host in (host, WILDCARD)
-            and b.operation in (operation, "ALL")
-        ]
-        if not any(b.resource_type == resource_type for b in self._all):
-            return allow_if_no_acl
-        denies = [b for b in mine if b.permission == "DENY"]
-        for a in mine:
-            if a.permission != "ALLOW":
+        deny: dict[str, set[str]] = {"LITERAL": set(), "PREFIXED": set()}
+        allow: dict[str, set[str]] = {"LITERAL": set(), "PREFIXED": set()}
+        wildcard_allow = False
+        for b in self._all:
+            if b.resource_type != resource_type:
                 continue
-            covered = False
-            for d in denies:
-                if d.pattern_type == "LITERAL" and (d.resource_name == WILDCARD or (a.pattern_type == "LITERAL" and d.resource_name == a.resource_name)):
-                    covered = True
-                elif d.pattern_type == "PREFIXED" and a.resource_name.startswith(d.resource_name):
-                    covered = True
-                if covered:
-                    break
-            if not covered:
-                return True
+            if b.host != host and b.host != WILDCARD:
+                continue
+            if b.principal != principal and b.principal != WILDCARD_PRINCIPAL:
+                continue
+            if b.operation != operation and b.operation != "ALL":
+                continue
+            if b.pattern_type not in deny:
+                continue
+            if b.permission == "DENY":
+                if b.pattern_type == "LITERAL" and b.resource_name == WILDCARD:
+                    return False
+                deny[b.pattern_type].add(b.resource_name)
+            elif b.permission == "ALLOW":
+                if b.pattern_type == "LITERAL" and b.resource_name == WILDCARD:
+                    wildcard_allow = True
+                else:
+                    allow[b.pattern_type].add(b.resource_name)
+        if wildcard_allow:
+            return True
+        for ptype, names in allow.items():
+            for name in names:
+                if ptype == "LITERAL" and name in deny["LITERAL"]:
+                    continue
+                if not any(name[:i] in deny["PREFIXED"] for i in range(1, len(name) + 1)):
+                    return True
         return False
 
     def matching(self, f: AclBindingFilter) -> list[AclBinding]:
@@ -438,7 +452,9 @@ def decide_create_acls(acls: AclSet, cmd: CreateAcls) -> tuple[list[AclsCreated]
 def decide_delete_acls(acls: AclSet, cmd: DeleteAcls) -> tuple[list[AclsDeleted], list[AclDeleteResult]]:
     """Decide DeleteAcls: per filter, INVALID_REQUEST ("Unknown patternFilter." / "Unknown
     entryFilter.") or the ACLs it matches. Returns ``([AclsDeleted(all matched, sorted)] or [],
-    results in request order)``."""
+    results in request order)``. An ACL matched by several filters is listed under each of them
+    and deleted once: Kafka's KRaft ``AclControlManager.deleteAcls`` runs every filter over the
+    same ACLs (``deleteAclsForFilter``) and collects the removal records in a set."""
     results: list[AclDeleteResult] = []
     gone: set[AclBinding] = set()
     for f in cmd.filters:

@@ -82,6 +82,32 @@ def test_authorize_by_resource_type():
     assert AclSet().authorize_by_resource_type("User:x", "h", "WRITE", "TOPIC", allow_if_no_acl=True)
 
 
+def test_authorize_by_resource_type_checks_the_hardcode_resource_first():
+    # Kafka's default Authorizer.authorizeByResourceType: authorize(LITERAL "hardcode") first.
+    # With allow.everyone.if.no.acl.found an ACL on another topic does not deny: no ACL covers "hardcode".
+    s = AclSet([acl(name="orders", principal="User:bob", op="WRITE")])
+    assert s.authorize_by_resource_type("User:alice", "h", "WRITE", "TOPIC", allow_if_no_acl=True)
+    assert not s.authorize_by_resource_type("User:alice", "h", "WRITE", "TOPIC")
+    # an ACL covering "hardcode" (a prefix of it) for someone else: the default no longer applies
+    s.add(acl(name="hard", pattern="PREFIXED", principal="User:bob", op="READ"))
+    assert not s.authorize_by_resource_type("User:alice", "h", "WRITE", "TOPIC", allow_if_no_acl=True)
+    # super users pass even a wildcard DENY
+    s.add(acl(name="*", principal="User:*", op="ALL", perm="DENY"))
+    assert s.authorize_by_resource_type("User:root", "h", "WRITE", "TOPIC", frozenset({"User:root"}))
+
+
+def test_authorize_by_resource_type_dominated_patterns():
+    allow_lit, allow_pre = acl(name="pay-eu", op="WRITE"), acl(name="pay", pattern="PREFIXED", op="WRITE")
+    assert not AclSet([allow_lit, acl(name="pay-eu", op="WRITE", perm="DENY")]).authorize_by_resource_type("User:alice", "h", "WRITE", "TOPIC")
+    assert not AclSet([allow_lit, allow_pre, acl(name="pa", pattern="PREFIXED", op="ALL", perm="DENY")]).authorize_by_resource_type("User:alice", "h", "WRITE", "TOPIC")
+    # a LITERAL deny does not dominate a PREFIXED allow of the same name
+    assert AclSet([allow_pre, acl(name="pay", op="WRITE", perm="DENY")]).authorize_by_resource_type("User:alice", "h", "WRITE", "TOPIC")
+    # a PREFIXED deny named "*" does not dominate the LITERAL wildcard allow
+    assert AclSet([acl(name="*", op="WRITE"), acl(name="*", pattern="PREFIXED", op="WRITE", perm="DENY")]).authorize_by_resource_type("User:alice", "h", "WRITE", "TOPIC")
+    # no implied operations: READ does not give DESCRIBE here
+    assert not AclSet([acl(name="x", op="READ")]).authorize_by_resource_type("User:alice", "h", "DESCRIBE", "TOPIC")
+
+
 # --- filters -----------------------------------------------------------------------------------
 
 

@@ -222,7 +222,7 @@ def metadata_request(*names: str):
 
 def test_metadata_named_topics_unauthorized_and_auto_create_refused():
     b, inner = backend_with([allow("TOPIC", "open", "DESCRIBE")])
-    r = admin.metadata(metadata_request("open", "secret", "brand-new"), b, True)
+    r = admin.metadata(metadata_request("open", "secret", "brand-new"), b, True, authorizer=b.authorizer)
     assert [(t.name, t.error_code) for t in r.topics] == [
         ("open", ErrorCode.none),
         ("secret", ErrorCode.topic_authorization_failed),
@@ -237,12 +237,69 @@ def test_metadata_without_authorizer_is_unchanged():
     assert r.topics[0].error_code == ErrorCode.unknown_topic_or_partition
 
 
-def test_find_coordinator_needs_describe_on_the_group():
-    from kio.schema.find_coordinator.v6.request import FindCoordinatorRequest
+def find_coordinator_request(version: int, key_type: int, *keys: str):
+    from importlib import import_module
 
+    mod = import_module(f"kio.schema.find_coordinator.v{version}.request")
+    if version >= 4:
+        return req(10, version, mod.FindCoordinatorRequest(key_type=i8(key_type), coordinator_keys=keys))
+    return req(10, version, mod.FindCoordinatorRequest(key=keys[0], key_type=i8(key_type)))
+
+
+def test_find_coordinator_needs_describe_on_the_group():
     b, _ = backend_with([allow("GROUP", "g", "READ")])
-    r = admin.find_coordinator(req(10, 6, FindCoordinatorRequest(key_type=i8(0), coordinator_keys=("g", "h"))), b)
+    r = admin.find_coordinator(find_coordinator_request(6, 0, "g", "h"), b, authorizer=b.authorizer)
     assert [(c.key, c.error_code) for c in r.coordinators] == [("g", ErrorCode.none), ("h", ErrorCode.group_authorization_failed)]
+    old = admin.find_coordinator(find_coordinator_request(3, 0, "h"), b, authorizer=b.authorizer)
+    assert (old.error_code, old.error_message, int(old.node_id)) == (ErrorCode.group_authorization_failed, "Group authorization failed.", -1)
+
+
+def test_find_coordinator_transaction_key_needs_describe_on_the_transactional_id():
+    # KafkaApis.getCoordinator: DESCRIBE on TRANSACTIONAL_ID first; Shoal has no transaction
+    # coordinator, so an authorized key gets COORDINATOR_NOT_AVAILABLE
+    b, _ = backend_with([allow("TRANSACTIONAL_ID", "tx", "WRITE")])  # WRITE implies DESCRIBE
+    r = admin.find_coordinator(find_coordinator_request(6, 1, "tx", "other"), b, authorizer=b.authorizer)
+    assert [(c.key, c.error_code) for c in r.coordinators] == [
+        ("tx", ErrorCode.coordinator_not_available),
+        ("other", ErrorCode.transactional_id_authorization_failed),
+    ]
+    old = admin.find_coordinator(find_coordinator_request(3, 1, "other"), b, authorizer=b.authorizer)
+    assert (old.error_code, old.error_message) == (ErrorCode.transactional_id_authorization_failed, "Transactional Id authorization failed.")
+
+
+def test_find_coordinator_share_key_needs_cluster_action_for_the_whole_request():
+    key = "g:AAAAAAAAAAAAAAAAAAAAAA:0"
+    b, _ = backend_with([allow("GROUP", "g", "ALL")])
+    r = admin.find_coordinator(find_coordinator_request(6, 2, key, key + "1"), b, authorizer=b.authorizer)
+    assert [(c.error_code, c.error_message, int(c.node_id)) for c in r.coordinators] == [(ErrorCode.cluster_authorization_failed, "Cluster authorization failed.", -1)] * 2
+    b, _ = backend_with([allow("CLUSTER", "kafka-cluster", "CLUSTER_ACTION")])
+    r = admin.find_coordinator(find_coordinator_request(6, 2, key), b, authorizer=b.authorizer)
+    assert [(c.error_code, int(c.node_id)) for c in r.coordinators] == [(ErrorCode.none, 1)]
+    # a share key before v6 is INVALID_REQUEST, checked before the cluster (Kafka's order)
+    r = admin.find_coordinator(find_coordinator_request(5, 2, key), b, authorizer=None)
+    assert r.coordinators[0].error_code == ErrorCode.invalid_request
+
+
+def test_dispatcher_wraps_the_backend_itself_and_checks_with_its_authorizer():
+    from wire.dispatch import KafkaDispatcher
+
+    inner = FakeBackend()
+    inner.create_topics([TopicSpec("secret", 1, 1)], False)
+    a, _, _ = make([])
+    d = KafkaDispatcher(inner, authorizer=a)
+    assert isinstance(d.backend, AuthorizingBackend) and d.backend.inner is inner and d.backend.authorizer is a
+    r = d.handle(metadata_request("secret"), Conn())
+    assert r.topics[0].error_code == ErrorCode.topic_authorization_failed
+    r = d.handle(find_coordinator_request(6, 0, "g"), Conn())
+    assert r.coordinators[0].error_code == ErrorCode.group_authorization_failed
+    try:
+        KafkaDispatcher(AuthorizingBackend(inner, a), authorizer=a)
+    except TypeError:
+        pass
+    else:
+        raise AssertionError("a pre-wrapped backend was accepted")
+    # without an authorizer the handlers check nothing and the backend is the plain one
+    assert KafkaDispatcher(inner).backend is inner
 
 
 def _create_req(*bindings: AclBinding):
@@ -326,12 +383,32 @@ def test_backend_calls_without_a_rule_fail_closed():
         def brand_new_call(self):
             return "unchecked!"
 
-    b = AuthorizingBackend(Inner(), make([])[0])
+    inner = Inner()
+    inner.controller = object()  # a component whose methods would be unchecked
+    inner.brand_new_data = 7
+    b = AuthorizingBackend(inner, make([])[0])
     assert b.node_id == 1 and b.cluster_id == "fake-cluster"  # data passes through
     b.data_version()  # listed as needing no ACL
-    try:
-        b.brand_new_call()
-    except AttributeError as exc:
-        assert "no authorization rule" in str(exc)
-    else:
-        raise AssertionError("an unknown backend call went through unchecked")
+    for name in ("brand_new_call", "controller", "brand_new_data", "shares", "logs"):
+        try:
+            getattr(b, name)
+        except AttributeError as exc:
+            assert "no authorization rule" in str(exc)
+        else:
+            raise AssertionError(f"{name} went through unchecked")
+
+
+def test_config_resources_without_a_rule_are_refused():
+    class Inner(FakeBackend):
+        def describe_configs(self, resource_type, name, keys):
+            return None, None, ["described"]
+
+        def alter_configs(self, resource_type, name, ops, validate_only):
+            return None, None
+
+    a, _, _ = make([allow("CLUSTER", "kafka-cluster", "ALL"), allow("TOPIC", "*", "ALL")])
+    b = AuthorizingBackend(Inner(), a)
+    assert b.describe_configs(2, "t", None) == (None, None, ["described"])
+    for rtype in (8, 16, 0, 99):  # BROKER_LOGGER, CLIENT_METRICS, UNKNOWN, no such type
+        assert b.describe_configs(rtype, "x", None) == ("INVALID_REQUEST", f"unsupported resource type {rtype}", [])
+        assert b.alter_configs(rtype, "x", [], False) == ("INVALID_REQUEST", f"unsupported resource type {rtype}")

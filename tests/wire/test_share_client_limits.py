@@ -154,3 +154,25 @@ def test_a_running_group_that_does_not_answer_is_listed_unknown():
     sc = ShareClient(Gateway(lambda msg: NotReady("busy")), ctl, None, {})
     assert sc.list_groups() == [("busy", "share", "Unknown")]
     assert sc.status() == {"groups": 1, "members": 0, "in_flight_records": 0}
+
+
+def test_validate_only_alter_configs_of_an_unknown_group_validates_without_creating():
+    # a full broker: a create would be refused, so success proves no slot was taken
+    ctl = CensusController(known={"a"}, max_groups=1)
+    sc = ShareClient(Gateway(_never), ctl, None, {"group.share.max.record.lock.duration.ms": "60000"})
+    assert sc.alter_configs("ghost", [("share.record.lock.duration.ms", 0, "20000"), ("share.isolation.level", 1, None)], True) == (None, None)
+    err, msg = sc.alter_configs("ghost", [("share.record.lock.duration.ms", 0, "70000")], True)
+    assert (err, msg) == ("INVALID_CONFIG", "share.record.lock.duration.ms must be less than or equal to group.share.max.record.lock.duration.ms")
+    assert sc.alter_configs("ghost", [("no.such.key", 0, "1")], True) == ("INVALID_CONFIG", "Unknown group config name: no.such.key")
+    assert ctl.lookups == [("ghost", False)] * 3 and ctl.known == {"a"}
+    # without validate_only the same change may create the group (and here meets the limit)
+    assert sc.alter_configs("ghost", [("share.record.lock.duration.ms", 0, "20000")], False)[0] == "GROUP_MAX_SIZE_REACHED"
+
+
+def test_validate_only_alter_configs_of_an_existing_group_asks_its_actor():
+    ctl = CensusController(known={"g"}, live={"g"})
+    gw = Gateway(lambda msg: m.GroupConfigsAltered("g", "NONE", "", {"share.record.lock.duration.ms": "20000"}))
+    sc = ShareClient(gw, ctl, None, {})
+    assert sc.alter_configs("g", [("share.record.lock.duration.ms", 0, "20000")], True) == (None, None)
+    assert ctl.lookups == [("g", False)]
+    assert [(addr, type(msg).__name__, msg.validate_only) for addr, msg in gw.sent] == [("actor:g", "AlterGroupConfigs", True)]
