@@ -113,13 +113,20 @@ def raw_request(port: int, payload: bytes, read: bool = True, timeout_s: float =
         if not read:
             return None
         try:
-            head = _recv(s, 4)
-            if head is None:
-                return None
-            (size,) = struct.unpack(">i", head)
-            return _recv(s, size)
+            return read_frame(s)
         except (ConnectionError, socket.timeout):
             return None
+
+
+def read_frame(s: socket.socket) -> bytes | None:
+    """Read one Kafka frame (4-byte big-endian size, then that many bytes) from ``s``; return
+    its payload without the size, or ``None`` if the peer closed the connection first. Socket
+    errors and timeouts propagate."""
+    head = _recv(s, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">i", head)
+    return _recv(s, size)
 
 
 def _recv(s: socket.socket, n: int) -> bytes | None:
