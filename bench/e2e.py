@@ -43,11 +43,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from bench.common import PRODUCER  # noqa: E402
+from tests.e2e.conftest import free_port  # noqa: E402
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -65,7 +62,7 @@ def bench_ask(n: int = 2000) -> dict:
     from wire.gateway import ActorGateway
 
     tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-wire-"))
-    port = _free_port()
+    port = free_port()
     asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, transientUnique=True)
     try:
         cfg = load_config(None, [], str(tmp))
@@ -99,23 +96,6 @@ def _round_trips(port: int, frame: bytes, n: int) -> list[float]:
             xs.append(time.perf_counter() - t)
     return xs
 
-
-_PRODUCER = r"""
-import sys, time
-from confluent_kafka import Producer
-bs, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
-p = Producer({"bootstrap.servers": bs, "acks": "all", "linger.ms": 5, "batch.size": 1000000, "queue.buffering.max.messages": 1000000})
-payload = b"x" * 100
-t = time.perf_counter()
-for i in range(n):
-    while True:
-        try:
-            p.produce(topic, payload, partition=i % 3); break
-        except BufferError:
-            p.poll(0.01)
-left = p.flush(120)
-print(n / (time.perf_counter() - t) if left == 0 else -1)
-"""
 
 _CONSUMER = r"""
 import sys, time
@@ -201,7 +181,7 @@ def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: 
 
     tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-wire-"))
     # group.share.max.groups at Kafka's maximum (100): the 3 throughput groups plus ``groups``
-    d = DaemonProcess(tmp / "data", _free_port(), _free_port(), {"log.dirs": str(tmp / "data" / "logs"), "group.share.max.groups": "100", **(overrides or {})})
+    d = DaemonProcess(tmp / "data", free_port(), free_port(), {"log.dirs": str(tmp / "data" / "logs"), "group.share.max.groups": "100", **(overrides or {})})
     out: dict = {}
     try:
         d.start()
@@ -219,7 +199,7 @@ def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: 
             create_topic(d.bootstrap, topic, 3)
             group = f"bench-g{consumers}"
             set_group_config(d.bootstrap, group, "share.auto.offset.reset", "earliest")
-            pr = subprocess.run([sys.executable, "-c", _PRODUCER, d.bootstrap, topic, str(records)], capture_output=True, text=True, timeout=600)
+            pr = subprocess.run([sys.executable, "-c", PRODUCER, json.dumps({"bootstrap.servers": d.bootstrap}), topic, str(records)], capture_output=True, text=True, timeout=600)
             out.setdefault("produce_records_per_s", []).append(round(float(pr.stdout.strip() or -1)))
             stop_at = time.monotonic() + 300
             procs = [subprocess.Popen([sys.executable, "-c", _CONSUMER, d.bootstrap, topic, group, str(stop_at)], stdout=subprocess.PIPE, text=True) for _ in range(consumers)]

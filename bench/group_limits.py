@@ -34,11 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.e2e.conftest import free_port  # noqa: E402
 
 
 def _pss_kb(pids: list[int]) -> int:
@@ -103,7 +99,7 @@ def run(requests: int, max_groups: int) -> dict:
     os.environ.setdefault("THESPIAN_BASE_IPADDR", "127.0.0.1")
     tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-groups-"))
     overrides = {"log.dirs": str(tmp / "data" / "logs"), "group.share.max.groups": str(max_groups)}
-    d = DaemonProcess(tmp / "data", _free_port(), _free_port(), overrides)
+    d = DaemonProcess(tmp / "data", free_port(), free_port(), overrides)
     out: dict = {"bench": "group_limits", "requests": requests, "group.share.max.groups": max_groups}
     try:
         d.start()

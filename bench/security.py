@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,23 +29,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-_PRODUCER = r"""
-import json, sys, time
-from confluent_kafka import Producer
-conf, topic, n = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-p = Producer({**conf, "acks": "all", "linger.ms": 5, "batch.size": 1000000, "queue.buffering.max.messages": 1000000})
-payload = b"x" * 100
-p.list_topics(timeout=30)  # connect and authenticate before the clock starts
-t = time.perf_counter()
-for i in range(n):
-    while True:
-        try:
-            p.produce(topic, payload, partition=i % 3); break
-        except BufferError:
-            p.poll(0.01)
-left = p.flush(120)
-print(n / (time.perf_counter() - t) if left == 0 else -1)
-"""
+from bench.common import PRODUCER  # noqa: E402
+from tests.e2e.conftest import free_port  # noqa: E402
 
 _CONSUMER = r"""
 import json, sys, time
@@ -67,12 +51,6 @@ print(n, first or 0, last or 0)
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=30_000)
@@ -84,7 +62,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-security-"))
     pki = make_pki(tmp / "pki")
-    port, sasl_port = _free_port(), _free_port()
+    port, sasl_port = free_port(), free_port()
     overrides = {
         "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_SSL://127.0.0.1:{sasl_port}",
         "log.dirs": str(tmp / "data" / "logs"),
@@ -103,7 +81,7 @@ def main() -> None:
             "ssl.ca.location": str(pki.ca),
         },
     }
-    d = DaemonProcess(tmp / "data", port, _free_port(), overrides)
+    d = DaemonProcess(tmp / "data", port, free_port(), overrides)
     out: dict = {"bench": "security", "records": args.records, "produce_records_per_s": {}, "share_consume_ack_records_per_s": {}}
     try:
         d.start()
@@ -112,7 +90,7 @@ def main() -> None:
             create_topic(d.bootstrap, f"sec-{name}", 3)
             set_group_config(d.bootstrap, f"sec-g-{name}", "share.auto.offset.reset", "earliest")
         for name, conf in clients.items():
-            pr = subprocess.run([sys.executable, "-c", _PRODUCER, json.dumps(conf), f"sec-{name}", str(args.records)], capture_output=True, text=True, timeout=600)
+            pr = subprocess.run([sys.executable, "-c", PRODUCER, json.dumps(conf), f"sec-{name}", str(args.records), "connect-first"], capture_output=True, text=True, timeout=600)
             out["produce_records_per_s"][name] = round(float(pr.stdout.strip() or -1))
         for name, conf in clients.items():
             cr = subprocess.run([sys.executable, "-c", _CONSUMER, json.dumps(conf), f"sec-{name}", f"sec-g-{name}", str(args.records)], capture_output=True, text=True, timeout=600)

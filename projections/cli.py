@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Callable, List, Optional
 
 import typer
 
@@ -299,27 +299,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The whole history of one record of a share-partition."""
         from projections.audit import record_history
-        from store.event_log import open_event_log
 
-        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
-        try:
-            steps = record_history(log, group, topic, partition, offset)
-        finally:
-            log.close()
-        if as_json:
-            typer.echo(json.dumps([s.as_dict() for s in steps]))
-        else:
-            _print_steps(
-                f"record {group} {topic}-{partition}@{offset}",
-                ["position", "time", "action", "member", "state", "deliveries", "lock deadline"],
-                [
-                    [str(s.position), _ts(s.recorded_at_ms), s.action, s.member_id or "", s.state or "(left the cache)",
-                     "" if s.delivery_count is None else str(s.delivery_count), "" if s.lock_deadline_ms is None else _ts(s.lock_deadline_ms)]
-                    for s in steps
-                ],
-            )
-        if not steps:
-            raise typer.Exit(2)
+        _audit(
+            _log_url(url, config, override, data_dir),
+            lambda log: record_history(log, group, topic, partition, offset),
+            as_json,
+            f"record {group} {topic}-{partition}@{offset}",
+            ["position", "time", "action", "member", "state", "deliveries", "lock deadline"],
+            lambda s: [str(s.position), _ts(s.recorded_at_ms), s.action, s.member_id or "", s.state or "(left the cache)",
+                       "" if s.delivery_count is None else str(s.delivery_count), "" if s.lock_deadline_ms is None else _ts(s.lock_deadline_ms)],
+        )
 
     @audit_app.command("segment")
     def audit_segment(
@@ -332,27 +321,16 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """The lifecycle of one remote log segment."""
         from projections.audit import segment_lifecycle
-        from store.event_log import open_event_log
 
-        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
-        try:
-            steps = segment_lifecycle(log, segment_id)
-        finally:
-            log.close()
-        if as_json:
-            typer.echo(json.dumps([s.as_dict() for s in steps]))
-        else:
-            _print_steps(
-                f"segment {segment_id}",
-                ["position", "time", "stream", "state", "broker", "partition", "offsets", "bytes"],
-                [
-                    [str(s.position), _ts(s.recorded_at_ms), s.stream_id, s.state, str(s.broker_id), f"{s.topic}-{s.partition}",
-                     "" if s.start_offset is None else f"{s.start_offset}..{s.end_offset}", "" if s.size_bytes is None else str(s.size_bytes)]
-                    for s in steps
-                ],
-            )
-        if not steps:
-            raise typer.Exit(2)
+        _audit(
+            _log_url(url, config, override, data_dir),
+            lambda log: segment_lifecycle(log, segment_id),
+            as_json,
+            f"segment {segment_id}",
+            ["position", "time", "stream", "state", "broker", "partition", "offsets", "bytes"],
+            lambda s: [str(s.position), _ts(s.recorded_at_ms), s.stream_id, s.state, str(s.broker_id), f"{s.topic}-{s.partition}",
+                       "" if s.start_offset is None else f"{s.start_offset}..{s.end_offset}", "" if s.size_bytes is None else str(s.size_bytes)],
+        )
 
     @audit_app.command("scram")
     def audit_scram(
@@ -365,23 +343,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """When each SCRAM credential (KIP-554) was created, replaced or removed; no salts or keys."""
         from projections.audit import scram_credential_history
-        from store.event_log import open_event_log
 
-        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
-        try:
-            steps = scram_credential_history(log, user)
-        finally:
-            log.close()
-        if as_json:
-            typer.echo(json.dumps([s.as_dict() for s in steps]))
-        else:
-            _print_steps(
-                "SCRAM credentials" + (f" of {user}" if user else ""),
-                ["position", "time", "user", "mechanism", "action", "iterations"],
-                [[str(s.position), _ts(s.recorded_at_ms), s.user, s.mechanism, s.action, "" if s.iterations is None else str(s.iterations)] for s in steps],
-            )
-        if not steps:
-            raise typer.Exit(2)
+        _audit(
+            _log_url(url, config, override, data_dir),
+            lambda log: scram_credential_history(log, user),
+            as_json,
+            "SCRAM credentials" + (f" of {user}" if user else ""),
+            ["position", "time", "user", "mechanism", "action", "iterations"],
+            lambda s: [str(s.position), _ts(s.recorded_at_ms), s.user, s.mechanism, s.action, "" if s.iterations is None else str(s.iterations)],
+        )
 
     @audit_app.command("acls")
     def audit_acls(
@@ -396,28 +366,55 @@ def register(app: typer.Typer) -> None:
         """Who could do what at a point in time: the ACLs in force then (principal, resource,
         pattern, operation, permission, host), folded from the AclsCreated/AclsDeleted events."""
         from projections.audit import acls_at
-        from store.event_log import open_event_log
 
         position = int(at) if at is not None and at.isdigit() else None
         time_ms = _parse_time(at) if at is not None and position is None else None
-        log = open_event_log(_log_url(url, config, override, data_dir), create=False)
-        try:
+
+        def grants_in_force(log) -> list:
             grants = acls_at(log, position, time_ms)
-        finally:
-            log.close()
-        if principal is not None:
-            grants = [g for g in grants if g.principal in (principal, "User:*")]
-        if as_json:
-            typer.echo(json.dumps([g.as_dict() for g in grants]))
-            return
-        _print_steps(
+            if principal is not None:
+                grants = [g for g in grants if g.principal in (principal, "User:*")]
+            return grants
+
+        _audit(
+            _log_url(url, config, override, data_dir),
+            grants_in_force,
+            as_json,
             f"ACLs at {at or 'now'}",
             ["principal", "resource", "pattern", "operation", "permission", "host", "since"],
-            [
-                [g.principal, f"{g.resource_type}:{g.resource_name}", g.pattern_type, g.operation, g.permission, g.host, f"{_ts(g.recorded_at_ms)} (#{g.position})"]
-                for g in grants
-            ],
+            lambda g: [g.principal, f"{g.resource_type}:{g.resource_name}", g.pattern_type, g.operation, g.permission, g.host,
+                       f"{_ts(g.recorded_at_ms)} (#{g.position})"],
+            exit_when_empty=False,
         )
+
+
+def _audit(
+    log_url: str,
+    query: Callable[[Any], list],
+    as_json: bool,
+    title: str,
+    columns: list[str],
+    cells: Callable[[Any], list[str]],
+    exit_when_empty: bool = True,
+) -> None:
+    """The body every ``audit`` command shares: open the event log at ``log_url`` read-only
+    (``create=False``), run ``query(log)`` for the rows (objects with ``as_dict()``), close the
+    log; print the rows as a JSON list (``as_json``) or as a Rich table titled ``title`` with
+    ``columns`` and one ``cells(row)`` per row. Raises ``typer.Exit(2)`` when there is no row
+    and ``exit_when_empty`` (a timeline of nothing is an error; an empty ACL set is not)."""
+    from store.event_log import open_event_log
+
+    log = open_event_log(log_url, create=False)
+    try:
+        rows = query(log)
+    finally:
+        log.close()
+    if as_json:
+        typer.echo(json.dumps([r.as_dict() for r in rows]))
+    else:
+        _print_steps(title, columns, [cells(r) for r in rows])
+    if exit_when_empty and not rows:
+        raise typer.Exit(2)
 
 
 def _ts(ms: int) -> str:

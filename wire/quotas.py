@@ -63,32 +63,31 @@ READ_CHUNK = 64 * 1024
 _POLL_S = 0.2
 
 
-def _int_at_least(cfg: Mapping[str, Any], key: str, default: int, low: int) -> int:
+def _config_integer(cfg: Mapping[str, Any], key: str, default: int, kafka_type: str, bits: int) -> int:
+    """``cfg[key]`` as a signed ``bits``-bit integer (Kafka's ConfigDef type ``kafka_type``, INT or
+    LONG), or ``default`` when absent or blank. Raises ValueError with ConfigDef's message when it
+    is not a number or out of the type's range."""
     raw = cfg.get(key)
     if raw is None or str(raw).strip() == "":
         return default
     try:
         value = int(str(raw).strip())
     except ValueError:
-        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type INT") from None
-    if not -(2**31) <= value <= INT_MAX:
-        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type INT")
+        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type {kafka_type}") from None
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type {kafka_type}")
+    return value
+
+
+def _int_at_least(cfg: Mapping[str, Any], key: str, default: int, low: int) -> int:
+    value = _config_integer(cfg, key, default, "INT", 32)
     if value < low:
         raise ValueError(f"Invalid value {value} for configuration {key}: Value must be at least {low}")
     return value
 
 
 def _long(cfg: Mapping[str, Any], key: str, default: int) -> int:
-    raw = cfg.get(key)
-    if raw is None or str(raw).strip() == "":
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type LONG") from None
-    if not -(2**63) <= value < 2**63:
-        raise ValueError(f"Invalid value {raw} for configuration {key}: Not a number of type LONG")
-    return value
+    return _config_integer(cfg, key, default, "LONG", 64)
 
 
 def parse_overrides(text: str | None, resolve: Callable[[str], set[str]] | None = None) -> dict[str, int]:

@@ -10,27 +10,12 @@ from datetime import timedelta
 from thespian.actors import ActorSystem
 
 from actors.controller import messages as M
-from actors.controller import state as S
 from actors.controller.acls import AclBinding, AclBindingFilter, AclCreateResult
-from actors.controller.actor import ControllerActor
-from actors.messages import Configure, Configured
 from events.controller import STREAM_ID, AclsCreated, AclsDeleted
 from store.event_log import open_event_log
+from tests.controller.test_actor import folded_state, start
 
 T = timedelta(seconds=10)
-
-
-def config(url: str, **extra: str) -> dict[str, str]:
-    cfg = {"event.log.url": url, "node.id": "1", "log.retention.check.interval.ms": "0", "listeners": "PLAINTEXT://127.0.0.1:9093"}
-    cfg.update(extra)
-    return cfg
-
-
-def start(asys: ActorSystem, url: str, **extra: str):
-    ctl = asys.createActor(ControllerActor)
-    r = asys.ask(ctl, Configure(config(url, **extra), "controller", None), T)
-    assert isinstance(r, Configured), r
-    return ctl
 
 
 READ = AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
@@ -38,7 +23,7 @@ DENY = AclBinding("GROUP", "g-", "PREFIXED", "User:*", "*", "ALL", "DENY")
 
 
 def test_create_describe_delete_are_events_and_tokens_track_changes(asys, sqlite_url):
-    ctl = start(asys, sqlite_url)
+    ctl, _ = start(asys, sqlite_url)
     first = asys.ask(ctl, M.AclsRequest(None), T)
     assert isinstance(first, M.AclsReply) and first.acls == ()
     assert asys.ask(ctl, M.AclsRequest(first.token), T).acls is None  # unchanged: a cheap answer
@@ -63,7 +48,7 @@ def test_create_describe_delete_are_events_and_tokens_track_changes(asys, sqlite
 def test_acls_survive_a_restart_exactly(sqlite_url):
     s1 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
     try:
-        ctl = start(s1, sqlite_url, **{"shoal.controller.snapshot.interval.events": "2"})
+        ctl, _ = start(s1, sqlite_url, **{"shoal.controller.snapshot.interval.events": "2"})
         s1.ask(ctl, M.CreateAclsRequest((READ,)), T)
         s1.ask(ctl, M.CreateAclsRequest((DENY,)), T)
         s1.ask(ctl, M.DeleteAclsRequest((AclBindingFilter("TOPIC"),)), T)
@@ -72,14 +57,10 @@ def test_acls_survive_a_restart_exactly(sqlite_url):
     finally:
         s1.shutdown()
     assert {tuple(sorted(a.items())) for a in before.state["acls"]} == {tuple(sorted(vars_of(b).items())) for b in (READ, DENY)}
-    elog = open_event_log(sqlite_url)
-    fold = S.ControllerState(static_config=config(sqlite_url))
-    for rec in elog.read_stream(STREAM_ID):
-        S.apply(fold, rec.decode())
-    assert fold.to_dict() == before.state
+    assert folded_state(sqlite_url) == before.state
     s2 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
     try:
-        ctl2 = start(s2, sqlite_url)
+        ctl2, _ = start(s2, sqlite_url)
         assert s2.ask(ctl2, M.StateDumpRequest(), T).state == before.state
         assert set(s2.ask(ctl2, M.AclsRequest(None), T).acls) == {READ, DENY}
     finally:

@@ -41,6 +41,19 @@ def start(asys: ActorSystem, url: str, journal=None, **extra: str):
     return ctl, r
 
 
+def folded_state(url: str) -> dict:
+    """The pure fold (``state.apply``) of the whole controller stream in the event log at ``url``,
+    as ``ControllerState.to_dict()``: what a restarted controller must recover, snapshot or not."""
+    elog = open_event_log(url)
+    try:
+        fold = S.ControllerState(static_config=config(url))
+        for rec in elog.read_stream(STREAM_ID):
+            S.apply(fold, rec.decode())
+        return fold.to_dict()
+    finally:
+        elog.close()
+
+
 def dump(asys, ctl) -> M.StateDump:
     d = asys.ask(ctl, M.StateDumpRequest(), T)
     assert isinstance(d, M.StateDump), d
@@ -182,10 +195,7 @@ def test_state_survives_a_restart_exactly(event_log_url):
     snap = elog.load_snapshot(STREAM_ID)
     assert snap is not None and 0 < snap.stream_version <= total
     # the pure fold of the whole stream gives the same state (snapshots are only a cache)
-    fold = S.ControllerState(static_config=config(sqlite_url))
-    for rec in elog.read_stream(STREAM_ID):
-        S.apply(fold, rec.decode())
-    assert fold.to_dict() == before.state
+    assert folded_state(sqlite_url) == before.state
     s2 = ActorSystem("simpleSystemBase", logDefs=False, transientUnique=True)
     try:
         ctl2, configured = start(s2, sqlite_url)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 
@@ -36,6 +36,22 @@ def set_group_config(bootstrap: str, group: str, key: str, value: str) -> None:
     a = admin(bootstrap)
     for f in a.incremental_alter_configs([r]).values():
         f.result(30)
+
+
+def outcomes(futures: dict[Any, Any], on_success: Callable[[Any], Any] = lambda result: None, timeout_s: float = 30) -> dict[Any, Any]:
+    """Wait for each future of an AdminClient call (``key → future``, as ``create_acls`` or
+    ``alter_user_scram_credentials`` return them); return ``key → on_success(result)`` (``None``
+    by default) for those that succeeded and ``key →`` the Kafka error code
+    (``KafkaError.code()``) for those that raised ``KafkaException``. Other errors propagate."""
+    from confluent_kafka import KafkaException
+
+    out: dict[Any, Any] = {}
+    for key, fut in futures.items():
+        try:
+            out[key] = on_success(fut.result(timeout_s))
+        except KafkaException as exc:
+            out[key] = exc.args[0].code()
+    return out
 
 
 def upsert_scram_credentials(bootstrap: str, users: dict[str, str], mechanisms: tuple[str, ...] = ("SCRAM-SHA-256", "SCRAM-SHA-512"), iterations: int = 4096) -> None:
@@ -113,13 +129,20 @@ def raw_request(port: int, payload: bytes, read: bool = True, timeout_s: float =
         if not read:
             return None
         try:
-            head = _recv(s, 4)
-            if head is None:
-                return None
-            (size,) = struct.unpack(">i", head)
-            return _recv(s, size)
+            return read_frame(s)
         except (ConnectionError, socket.timeout):
             return None
+
+
+def read_frame(s: socket.socket) -> bytes | None:
+    """Read one Kafka frame (4-byte big-endian size, then that many bytes) from ``s``; return
+    its payload without the size, or ``None`` if the peer closed the connection first. Socket
+    errors and timeouts propagate."""
+    head = _recv(s, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack(">i", head)
+    return _recv(s, size)
 
 
 def _recv(s: socket.socket, n: int) -> bytes | None:

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.e2e.conftest import free_port
-from tests.e2e.helpers import admin, create_topic, set_group_config
+from tests.e2e.helpers import admin, create_topic, outcomes, set_group_config
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -32,16 +32,8 @@ ANON = "User:ANONYMOUS"
 
 
 def _create(bootstrap: str, bindings: list[AclBinding]) -> dict:
-    a = admin(bootstrap)
-    fs = a.create_acls(bindings, request_timeout=30)
-    out = {}
-    for b, f in fs.items():
-        try:
-            f.result(30)
-            out[b] = None
-        except KafkaException as exc:
-            out[b] = exc.args[0].code()
-    return out
+    a = admin(bootstrap)  # alive until the futures resolve
+    return outcomes(a.create_acls(bindings, request_timeout=30))
 
 
 def test_admin_client_creates_describes_and_deletes_acls(daemon_factory):

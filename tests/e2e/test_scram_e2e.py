@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialDeletion, UserScramCredentialUpsertion
 
-from tests.e2e.helpers import admin
+from tests.e2e.helpers import admin, outcomes
 from tests.scram_helpers import salted_password, scram_exchange
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,15 +30,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 def _alter(bootstrap: str, alterations) -> dict[str, object]:
     """user → ``None`` (accepted) or the Kafka error code of the refusal."""
-    a = admin(bootstrap)
-    out: dict[str, object] = {}
-    for user, fut in a.alter_user_scram_credentials(alterations, request_timeout=30).items():
-        try:
-            fut.result(30)
-            out[user] = None
-        except KafkaException as exc:
-            out[user] = exc.args[0].code()
-    return out
+    a = admin(bootstrap)  # alive until the futures resolve
+    return outcomes(a.alter_user_scram_credentials(alterations, request_timeout=30))
 
 
 def _describe_all(bootstrap: str) -> dict[str, list[tuple[ScramMechanism, int]]]:
@@ -48,15 +41,11 @@ def _describe_all(bootstrap: str) -> dict[str, list[tuple[ScramMechanism, int]]]
 
 
 def _describe(bootstrap: str, users: list[str]) -> dict[str, object]:
-    a = admin(bootstrap)
-    out: dict[str, object] = {}
-    for user, fut in a.describe_user_scram_credentials(users, request_timeout=30).items():
-        try:
-            d = fut.result(30)
-            out[user] = sorted((i.mechanism, i.iterations) for i in d.scram_credential_infos)
-        except KafkaException as exc:
-            out[user] = exc.args[0].code()
-    return out
+    a = admin(bootstrap)  # alive until the futures resolve
+    return outcomes(
+        a.describe_user_scram_credentials(users, request_timeout=30),
+        lambda d: sorted((i.mechanism, i.iterations) for i in d.scram_credential_infos),
+    )
 
 
 def test_admin_client_alters_and_describes_credentials(daemon_factory):

@@ -12,25 +12,16 @@ from actors.controller.actor import ControllerActor
 from actors.controller.messages import AclsRequest
 from actors.messages import NotReady
 from tests.controller.test_actor import start
+from tests.wire.gateways import CountingGateway
 from wire import authz
 from wire.controller_client import ControllerClient
 
 ALICE_READ = AclBinding("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW")
 
 
-class _Gateway:
-    def __init__(self, asys):
-        self.asys = asys
-        self.asks = 0
-
-    def ask(self, addr, msg, timeout_s):
-        self.asks += 1
-        return self.asys.ask(addr, msg, timedelta(seconds=timeout_s))
-
-
 def test_authorizer_over_the_controller_client(asys, sqlite_url):
     ctl, _ = start(asys, sqlite_url)
-    gw = _Gateway(asys)
+    gw = CountingGateway(asys)
     client = ControllerClient(gw, ctl, {"shoal.authorizer.refresh.ms": "3600000"})
     a = authz.from_config({"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "shoal.authorizer.refresh.ms": "3600000"}, client)
     assert a is not None and len(a.acls()) == 0
@@ -49,7 +40,7 @@ def test_authorizer_over_the_controller_client(asys, sqlite_url):
 def test_a_controller_that_is_not_ready_gives_coordinator_load_in_progress(asys):
     ctl = asys.createActor(ControllerActor)  # never configured: answers NotReady
     assert asys.ask(ctl, AclsRequest(None), timedelta(seconds=5)) == NotReady("controller")
-    client = ControllerClient(_Gateway(asys), ctl, {})
+    client = ControllerClient(CountingGateway(asys), ctl, {})
     results, token = client.create_acls([ALICE_READ])
     assert token is None and [r.error for r in results] == ["COORDINATOR_LOAD_IN_PROGRESS"]
     results, token = client.delete_acls([AclBindingFilter()])

@@ -22,6 +22,7 @@ from kio.index import load_request_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_writer
 
+from tests.e2e.helpers import read_frame
 from tests.wire.fake_backend import FakeBackend
 from tests.wire.kio_samples import sample_body, sample_frame
 from wire import admin
@@ -226,23 +227,6 @@ class _BadDispatcher(KafkaDispatcher):
         return super().handle(request, conn)
 
 
-def _read_frame(s: socket.socket) -> bytes | None:
-    data = b""
-    while len(data) < 4:
-        chunk = s.recv(4 - len(data))
-        if not chunk:
-            return None
-        data += chunk
-    (size,) = struct.unpack(">i", data)
-    body = b""
-    while len(body) < size:
-        chunk = s.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
-
-
 @pytest.mark.parametrize("bad_key", [3, 16])
 def test_handler_or_encoding_failure_closes_only_that_connection(bad_key):
     be = FakeBackend()
@@ -253,9 +237,9 @@ def test_handler_or_encoding_failure_closes_only_that_connection(bad_key):
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as good, socket.create_connection(("127.0.0.1", lst.port), timeout=5) as bad:
             version = SUPPORTED[bad_key][1]
             bad.sendall(encode_request(request_header(bad_key, version, 2), sample_body(load_request_schema(bad_key, version), 0)))
-            assert _read_frame(bad) is None  # closed, no answer
+            assert read_frame(bad) is None  # closed, no answer
             good.sendall(api_versions)
-            assert decode_response(_read_frame(good), 18, 3)[0] == 1
+            assert decode_response(read_frame(good), 18, 3)[0] == 1
     finally:
         lst.stop()
 

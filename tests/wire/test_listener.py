@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from tests.e2e.helpers import read_frame
 from tests.wire.fake_backend import FakeBackend
 from wire.dispatch import KafkaDispatcher
 from wire.protocol import decode_response, encode_request, request_header
@@ -31,28 +32,11 @@ def _api_versions_frame(correlation_id: int) -> bytes:
     return encode_request(request_header(18, 3, correlation_id), ApiVersionsRequest(client_software_name="t", client_software_version="1"))
 
 
-def _read_frame(s: socket.socket) -> bytes | None:
-    head = b""
-    while len(head) < 4:
-        chunk = s.recv(4 - len(head))
-        if not chunk:
-            return None
-        head += chunk
-    (size,) = struct.unpack(">i", head)
-    body = b""
-    while len(body) < size:
-        chunk = s.recv(size - len(body))
-        if not chunk:
-            return None
-        body += chunk
-    return body
-
-
 def test_pipelined_requests_are_answered_in_order(listener):
     lst, _ = listener
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
         s.sendall(b"".join(_api_versions_frame(i) for i in range(1, 21)))
-        ids = [decode_response(_read_frame(s), 18, 3)[0] for _ in range(20)]
+        ids = [decode_response(read_frame(s), 18, 3)[0] for _ in range(20)]
     assert ids == list(range(1, 21))
 
 
@@ -70,12 +54,12 @@ def test_bad_frame_closes_only_its_connection(listener, payload):
     good = socket.create_connection(("127.0.0.1", lst.port), timeout=5)
     try:
         good.sendall(_api_versions_frame(1))
-        assert decode_response(_read_frame(good), 18, 3)[0] == 1
+        assert decode_response(read_frame(good), 18, 3)[0] == 1
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as bad:
             bad.sendall(payload)
-            assert _read_frame(bad) is None  # closed by the listener
+            assert read_frame(bad) is None  # closed by the listener
         good.sendall(_api_versions_frame(2))
-        assert decode_response(_read_frame(good), 18, 3)[0] == 2
+        assert decode_response(read_frame(good), 18, 3)[0] == 2
     finally:
         good.close()
 
@@ -85,9 +69,9 @@ def test_unknown_api_key_is_answered_and_the_connection_stays_open(listener):
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
         req = struct.pack(">hhih", 4242, 0, 9, -1)
         s.sendall(struct.pack(">i", len(req)) + req)
-        assert struct.unpack(">ih", _read_frame(s)) == (9, 35)
+        assert struct.unpack(">ih", read_frame(s)) == (9, 35)
         s.sendall(_api_versions_frame(10))
-        assert decode_response(_read_frame(s), 18, 3)[0] == 10
+        assert decode_response(read_frame(s), 18, 3)[0] == 10
 
 
 def test_real_clients_create_produce_and_fetch(listener):
@@ -146,7 +130,7 @@ def test_delete_topics_answers_duplicates_and_bad_entries_as_kafka_does(listener
     )
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
         s.sendall(encode_request(request_header(20, 6, 9), req))
-        _, resp = decode_response(_read_frame(s), 20, 6)
+        _, resp = decode_response(read_frame(s), 20, 6)
     got = sorted((r.name or "", str(r.topic_id or zero), int(r.error_code), r.error_message or "") for r in resp.responses)
     assert got == sorted([
         ("a", str(zero), 42, "Duplicate topic name."),

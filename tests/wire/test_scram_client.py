@@ -21,24 +21,13 @@ from kio.static.primitive import i8, i32
 from actors.controller import messages as M
 from actors.controller import scram as sc
 from tests.controller.test_actor import start
+from tests.wire.gateways import CountingGateway
 from tests.scram_helpers import scram_exchange, upsertion
 from wire.controller_client import ControllerClient
 from wire.protocol import DecodedRequest
 from wire.scram import alter_user_scram_credentials, describe_user_scram_credentials
 
 T = timedelta(seconds=10)
-
-
-class _Gateway:
-    """``ActorGateway.ask`` over a simpleSystemBase system; counts the asks."""
-
-    def __init__(self, asys):
-        self.asys = asys
-        self.asks = 0
-
-    def ask(self, addr, msg, timeout_s):
-        self.asks += 1
-        return self.asys.ask(addr, msg, timedelta(seconds=timeout_s))
 
 
 class _Backend:
@@ -62,7 +51,7 @@ def controller(asys, sqlite_url):
 
 def test_credential_altered_through_this_client_authenticates_at_once(controller):
     asys, ctl = controller
-    gw = _Gateway(asys)
+    gw = CountingGateway(asys)
     client = ControllerClient(gw, ctl, {"shoal.wire.scram.refresh.ms": "3600000"})
     assert client.scram_credential("alice", "SCRAM-SHA-256") is None  # loads the (empty) table
     asks = gw.asks
@@ -84,8 +73,8 @@ def test_credential_altered_through_this_client_authenticates_at_once(controller
 
 def test_change_made_elsewhere_shows_after_the_refresh_interval(controller):
     asys, ctl = controller
-    stale = ControllerClient(_Gateway(asys), ctl, {"shoal.wire.scram.refresh.ms": "3600000"})
-    fresh = ControllerClient(_Gateway(asys), ctl, {"shoal.wire.scram.refresh.ms": "0"})
+    stale = ControllerClient(CountingGateway(asys), ctl, {"shoal.wire.scram.refresh.ms": "3600000"})
+    fresh = ControllerClient(CountingGateway(asys), ctl, {"shoal.wire.scram.refresh.ms": "0"})
     assert stale.scram_credential("bob", "SCRAM-SHA-512") is None
     assert fresh.scram_credential("bob", "SCRAM-SHA-512") is None
     # another node's listener alters the credential (straight to the controller)
@@ -119,7 +108,7 @@ def _req(api_key: int, body) -> DecodedRequest:
 
 def test_handlers_answer_kafka_shapes(controller):
     asys, ctl = controller
-    backend = _Backend(ControllerClient(_Gateway(asys), ctl, {}))
+    backend = _Backend(ControllerClient(CountingGateway(asys), ctl, {}))
     up = _upsert("carol", "pw", 2, 4096)
     body = alter_v0.AlterUserScramCredentialsRequest(
         deletions=(alter_v0.ScramCredentialDeletion(name="nobody", mechanism=i8(1)),),
