@@ -6,13 +6,15 @@ One daemon (the e2e harness's ``DaemonProcess``) with a PLAINTEXT and a SASL_SSL
 AlterUserScramCredentials over the PLAINTEXT listener). For each listener, the same work as ``bench/e2e.py``: a
 confluent-kafka Producer in a separate process (acks=all, 100-byte records, linger 5 ms) into a
 3-partition topic of its own, then one ShareConsumer in a separate process (explicit ACCEPT of
-every record, ``commit_sync`` per poll) draining it. Produce runs alternate between the listeners
-(PLAINTEXT, SASL_SSL), then the consumes do, so drift on a shared machine hits both.
+every record, ``commit_sync`` per poll) draining it (timed from its first to its last batch).
+``--rounds`` rounds (default 3), each on fresh topics and groups, the listeners' order
+alternating between rounds, so warm-up and drift on a shared machine hit both.
 
-Figures: ``produce_records_per_s`` and ``share_consume_ack_records_per_s`` per listener, and
-``sasl_ssl_over_plaintext`` (ratio, 1.0 = as fast).
+Figures: per round and as the median over rounds, ``produce_records_per_s`` and
+``share_consume_ack_records_per_s`` per listener (records/s), and ``sasl_ssl_over_plaintext``
+(ratio of the medians, 1.0 = as fast).
 
-Run: ``.venv/bin/python bench/security.py [--records N]``.
+Run: ``.venv/bin/python bench/security.py [--records N] [--rounds R]``.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,6 +57,7 @@ print(n, first or 0, last or 0)
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=30_000)
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, each on fresh topics and groups, the listeners' order alternating")
     args = ap.parse_args()
 
     from tests.certs import make_pki
@@ -86,20 +90,31 @@ def main() -> None:
     try:
         d.start()
         upsert_scram_credentials(d.bootstrap, {"bench": "bench-secret"}, ("SCRAM-SHA-512",))
-        for name in clients:
-            create_topic(d.bootstrap, f"sec-{name}", 3)
-            set_group_config(d.bootstrap, f"sec-g-{name}", "share.auto.offset.reset", "earliest")
-        for name, conf in clients.items():
-            pr = subprocess.run([sys.executable, "-c", PRODUCER, json.dumps(conf), f"sec-{name}", str(args.records), "connect-first"], capture_output=True, text=True, timeout=600)
-            out["produce_records_per_s"][name] = round(float(pr.stdout.strip() or -1))
-        for name, conf in clients.items():
-            cr = subprocess.run([sys.executable, "-c", _CONSUMER, json.dumps(conf), f"sec-{name}", f"sec-g-{name}", str(args.records)], capture_output=True, text=True, timeout=600)
-            n, first, last = map(float, cr.stdout.split())
-            out["share_consume_ack_records_per_s"][name] = {"records": int(n), "records_per_s": round(n / (last - first)) if last > first else None}
-        p, s = out["produce_records_per_s"], out["share_consume_ack_records_per_s"]
+        per_round: list[dict] = []
+        for r in range(args.rounds):
+            # Alternate which listener goes first, so warm-up and drift on a shared machine hit both.
+            order = list(clients) if r % 2 == 0 else list(reversed(clients))
+            for name in order:
+                create_topic(d.bootstrap, f"sec-{name}-{r}", 3)
+                set_group_config(d.bootstrap, f"sec-g-{name}-{r}", "share.auto.offset.reset", "earliest")
+            fig: dict = {"order": order, "produce_records_per_s": {}, "share_consume_ack_records_per_s": {}}
+            for name in order:
+                pr = subprocess.run([sys.executable, "-c", PRODUCER, json.dumps(clients[name]), f"sec-{name}-{r}", str(args.records), "connect-first"], capture_output=True, text=True, timeout=600)
+                fig["produce_records_per_s"][name] = round(float(pr.stdout.strip() or -1))
+            for name in order:
+                cr = subprocess.run([sys.executable, "-c", _CONSUMER, json.dumps(clients[name]), f"sec-{name}-{r}", f"sec-g-{name}-{r}", str(args.records)], capture_output=True, text=True, timeout=600)
+                n, first, last = map(float, cr.stdout.split())
+                fig["share_consume_ack_records_per_s"][name] = round(n / (last - first)) if last > first and n == args.records else None
+            per_round.append(fig)
+        out["rounds"] = per_round
+        for kind in ("produce_records_per_s", "share_consume_ack_records_per_s"):
+            for name in clients:
+                vals = [f[kind][name] for f in per_round if f[kind][name] is not None and f[kind][name] > 0]
+                out[kind][name] = round(statistics.median(vals)) if vals else None
+        p, c = out["produce_records_per_s"], out["share_consume_ack_records_per_s"]
         out["sasl_ssl_over_plaintext"] = {
-            "produce": round(p["SASL_SSL"] / p["PLAINTEXT"], 3) if p["PLAINTEXT"] > 0 else None,
-            "share_consume": round(s["SASL_SSL"]["records_per_s"] / s["PLAINTEXT"]["records_per_s"], 3) if s["PLAINTEXT"]["records_per_s"] and s["SASL_SSL"]["records_per_s"] else None,
+            "produce": round(p["SASL_SSL"] / p["PLAINTEXT"], 3) if p["PLAINTEXT"] and p["SASL_SSL"] else None,
+            "share_consume": round(c["SASL_SSL"] / c["PLAINTEXT"], 3) if c["PLAINTEXT"] and c["SASL_SSL"] else None,
         }
     finally:
         d.stop()
