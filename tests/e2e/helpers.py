@@ -136,8 +136,8 @@ def raw_request(port: int, payload: bytes, read: bool = True, timeout_s: float =
 
 def read_frame(s: socket.socket) -> bytes | None:
     """Read one Kafka frame (4-byte big-endian size, then that many bytes) from ``s``; return
-    its payload without the size, or ``None`` if the peer closed the connection first. Socket
-    errors and timeouts propagate."""
+    its payload without the size, or ``None`` if the peer closed the connection first (an orderly
+    close or a reset). Other socket errors and timeouts propagate."""
     head = _recv(s, 4)
     if head is None:
         return None
@@ -148,7 +148,10 @@ def read_frame(s: socket.socket) -> bytes | None:
 def _recv(s: socket.socket, n: int) -> bytes | None:
     buf = b""
     while len(buf) < n:
-        chunk = s.recv(n - len(buf))
+        try:
+            chunk = s.recv(n - len(buf))
+        except ConnectionResetError:  # closed by the listener with data unread
+            return None
         if not chunk:
             return None
         buf += chunk

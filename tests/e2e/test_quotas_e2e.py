@@ -8,14 +8,15 @@ import socket
 import struct
 
 from tests.e2e.helpers import wait_for
-from tests.wire.test_listener import _api_versions_frame, _read_frame
+from tests.e2e.helpers import read_frame
+from tests.wire.test_listener import _api_versions_frame
 from wire.protocol import decode_response
 
 
 def _answers(s: socket.socket, cid: int) -> bool:
     try:
         s.sendall(_api_versions_frame(cid))
-        frame = _read_frame(s)
+        frame = read_frame(s)
     except (ConnectionError, OSError):
         return False
     return frame is not None and decode_response(frame, 18, 3)[0] == cid
@@ -35,7 +36,7 @@ def test_max_connections_per_ip_and_socket_request_max_bytes_on_the_daemon(daemo
         with socket.create_connection(("127.0.0.1", d.port), timeout=10) as c:
             assert not _answers(c, 3)  # the third connection from 127.0.0.1 is closed
         b.sendall(struct.pack(">i", 65537))
-        assert _read_frame(b) is None  # over socket.request.max.bytes: closed
+        assert read_frame(b) is None  # over socket.request.max.bytes: closed
         assert _answers(a, 4)
         # b's place is free again once the daemon has closed it
         assert wait_for(lambda: _fresh_connection_answers(d.port), 10)

@@ -16,7 +16,8 @@ import types
 import pytest
 
 from tests.wire.fake_backend import FakeBackend
-from tests.wire.test_listener import _api_versions_frame, _read_frame
+from tests.e2e.helpers import read_frame
+from tests.wire.test_listener import _api_versions_frame
 from wire.dispatch import KafkaDispatcher
 from wire.protocol import decode_response
 from wire.quotas import ListenerLimits
@@ -38,14 +39,14 @@ def _connect(port: int) -> socket.socket:
 
 def _works(s: socket.socket, cid: int) -> bool:
     s.sendall(_api_versions_frame(cid))
-    frame = _read_frame(s)
+    frame = read_frame(s)
     return frame is not None and decode_response(frame, 18, 3)[0] == cid
 
 
 def _closed(s: socket.socket) -> bool:
     try:
         s.sendall(_api_versions_frame(99))
-        return _read_frame(s) is None
+        return read_frame(s) is None
     except (ConnectionError, OSError):
         return True
 
@@ -100,7 +101,7 @@ def test_over_max_connections_a_connection_waits_until_another_closes():
         _wait_until(lambda: limits.connections.waited == 1, "the acceptor waits for a slot")
         assert limits.connections.total == 1
         a.close()
-        frame = _read_frame(b)  # answered once the first connection closed
+        frame = read_frame(b)  # answered once the first connection closed
         assert frame is not None and decode_response(frame, 18, 3)[0] == 2
         b.close()
     finally:
@@ -137,8 +138,8 @@ def test_queued_max_requests_bounds_requests_in_flight_across_connections():
         _wait_until(lambda: limits.requests.waited == 1, "the second request waits for a slot")
         assert limits.requests.in_flight == 1
         disp.gate.set()
-        assert _read_frame(slow) is not None
-        frame = _read_frame(fast)
+        assert read_frame(slow) is not None
+        frame = read_frame(fast)
         assert frame is not None and decode_response(frame, 18, 3)[0] == 8
         _wait_until(lambda: limits.requests.in_flight == 0, "slots are given back")
         slow.close(), fast.close()
@@ -152,7 +153,7 @@ def test_a_frame_over_socket_request_max_bytes_closes_before_reading():
     try:
         s = _connect(lst.port)
         s.sendall(struct.pack(">i", 1025))
-        assert _read_frame(s) is None
+        assert read_frame(s) is None
         assert limits.requests.in_flight == 0
         s.close()
     finally:
@@ -237,7 +238,7 @@ def test_a_long_polling_fetch_holds_no_request_slot():
         assert _works(other, 6)
         assert limits.requests.waited == 0
         assert be.produce("t", 0, make_batch([b"x"]), -1).error is None
-        frame = _read_frame(poller)
+        frame = read_frame(poller)
         assert frame is not None
         cid, resp = decode_response(frame, 1, 12)
         assert cid == 5 and resp.responses[0].partitions[0].records

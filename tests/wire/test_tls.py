@@ -16,6 +16,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from config import ConfigError
 from tests.certs import make_pki
+from tests.e2e.helpers import read_frame
 from tests.wire.fake_backend import FakeBackend
 from wire.dispatch import KafkaDispatcher
 from wire.protocol import decode_response, encode_request, request_header
@@ -47,25 +48,6 @@ def client_ctx(pki, cert: bool = True, rogue: bool = False) -> ssl.SSLContext:
     elif cert:
         ctx.load_cert_chain(str(pki.client_cert), str(pki.client_key))
     return ctx
-
-
-def _read_frame(s) -> bytes | None:
-    def exact(n):
-        buf = b""
-        while len(buf) < n:
-            try:
-                chunk = s.recv(n - len(buf))
-            except ConnectionResetError:  # closed by the listener with data unread
-                return None
-            if not chunk:
-                return None
-            buf += chunk
-        return buf
-
-    head = exact(4)
-    if head is None:
-        return None
-    return exact(struct.unpack(">i", head)[0])
 
 
 def api_versions_frame(corr: int) -> bytes:
@@ -116,7 +98,7 @@ def test_context_from_inline_pem_without_line_breaks(pki):
     try:
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as raw, client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(api_versions_frame(3))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 3
+            assert decode_response(read_frame(s), 18, 3)[0] == 3
     finally:
         lst.stop()
 
@@ -192,10 +174,10 @@ def test_ssl_principal_is_the_client_certificate_dn(pki):
     try:
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as raw, client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(api_versions_frame(1))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 1
+            assert decode_response(read_frame(s), 18, 3)[0] == 1
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as raw, client_ctx(pki, cert=False).wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(api_versions_frame(2))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 2
+            assert decode_response(read_frame(s), 18, 3)[0] == 2
     finally:
         lst.stop()
     assert d.seen == [("User:CN=alice,O=x", "CLIENTS", "SSL"), ("User:ANONYMOUS", "CLIENTS", "SSL")]
@@ -209,12 +191,12 @@ def test_required_client_auth_refuses_no_or_foreign_certificates_and_only_that_c
                 try:
                     with client_ctx(pki, **kwargs).wrap_socket(raw, server_hostname="localhost") as s:
                         s.sendall(api_versions_frame(1))
-                        assert _read_frame(s) is None  # TLS 1.3: the refusal arrives after the client's handshake ends
+                        assert read_frame(s) is None  # TLS 1.3: the refusal arrives after the client's handshake ends
                 except (ssl.SSLError, ConnectionError):
                     pass
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as raw, client_ctx(pki).wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(api_versions_frame(5))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 5
+            assert decode_response(read_frame(s), 18, 3)[0] == 5
     finally:
         lst.stop()
     assert d.seen == [("User:CN=alice,O=x", "SSL", "SSL")]
@@ -226,10 +208,10 @@ def test_plaintext_client_and_a_stalled_handshake_cost_only_their_connection(pki
         stalled = socket.create_connection(("127.0.0.1", lst.port), timeout=5)  # connects, never says hello
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as plain:
             plain.sendall(api_versions_frame(1))  # not TLS: the handshake fails
-            assert _read_frame(plain) is None
+            assert read_frame(plain) is None
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as raw, client_ctx(pki, cert=False).wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(api_versions_frame(2))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 2
+            assert decode_response(read_frame(s), 18, 3)[0] == 2
         stalled.settimeout(5)
         assert stalled.recv(1) == b""  # closed by the handshake timeout
         stalled.close()
@@ -246,18 +228,18 @@ def test_sasl_ssl_plain_over_tls_and_principal(pki):
     try:
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as raw, client_ctx(pki, cert=False).wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(api_versions_frame(1))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 1
+            assert decode_response(read_frame(s), 18, 3)[0] == 1
             s.sendall(encode_request(request_header(17, 1, 2), load_request_schema(17, 1)(mechanism="PLAIN")))
-            assert int(decode_response(_read_frame(s), 17, 1)[1].error_code) == 0
+            assert int(decode_response(read_frame(s), 17, 1)[1].error_code) == 0
             s.sendall(encode_request(request_header(36, 2, 3), load_request_schema(36, 2)(auth_bytes=b"\0alice\0alice-secret")))
-            assert int(decode_response(_read_frame(s), 36, 2)[1].error_code) == 0
+            assert int(decode_response(read_frame(s), 36, 2)[1].error_code) == 0
             s.sendall(api_versions_frame(4))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 4
+            assert decode_response(read_frame(s), 18, 3)[0] == 4
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as raw, client_ctx(pki, cert=False).wrap_socket(raw, server_hostname="localhost") as s:
             s.sendall(api_versions_frame(1))  # the first ApiVersions is allowed …
-            _read_frame(s)
+            read_frame(s)
             s.sendall(api_versions_frame(2))  # … a request other than SaslHandshake after it closes
-            assert _read_frame(s) is None
+            assert read_frame(s) is None
     finally:
         lst.stop()
     assert d.seen == [("User:ANONYMOUS", "SASL_SSL", "SASL_SSL"), ("User:alice", "SASL_SSL", "SASL_SSL"), ("User:ANONYMOUS", "SASL_SSL", "SASL_SSL")]
@@ -270,7 +252,7 @@ def test_sasl_frame_limit_before_authentication():
     try:
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
             s.sendall(struct.pack(">i", 2000) + b"\0" * 10)
-            assert _read_frame(s) is None
+            assert read_frame(s) is None
     finally:
         lst.stop()
 
@@ -288,7 +270,7 @@ def test_plaintext_connections_carry_the_defaults():
     try:
         with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
             s.sendall(api_versions_frame(1))
-            assert decode_response(_read_frame(s), 18, 3)[0] == 1
+            assert decode_response(read_frame(s), 18, 3)[0] == 1
     finally:
         lst.stop()
     assert d.seen == [("User:ANONYMOUS", "PLAINTEXT", "PLAINTEXT")]
@@ -306,7 +288,7 @@ def test_connections_max_idle_ms_applies_after_the_tls_handshake(pki):
         with socket.create_connection(("127.0.0.1", lst.port), timeout=10) as raw, client_ctx(pki, cert=False).wrap_socket(raw, server_hostname="localhost") as idle:
             with socket.create_connection(("127.0.0.1", lst.port), timeout=10) as raw2, client_ctx(pki, cert=False).wrap_socket(raw2, server_hostname="localhost") as s:
                 s.sendall(api_versions_frame(1))
-                assert decode_response(_read_frame(s), 18, 3)[0] == 1
-            assert _read_frame(idle) is None  # closed by the listener well before the client's 10 s
+                assert decode_response(read_frame(s), 18, 3)[0] == 1
+            assert read_frame(idle) is None  # closed by the listener well before the client's 10 s
     finally:
         lst.stop()
