@@ -37,9 +37,32 @@ KAFKA_NEVER_NULL = {
     (19, "topics.configs"),  # CreatableTopicResult.configs defaults to an empty array
 }
 
-#: APIs the FakeBackend cannot serve (no InitProducerId, SCRAM or share-describe state); their
-#: handlers build every non-nullable field from plain values.
-_NOT_IN_FAKE = {22, 50, 51, 77, 90}
+class _SweepBackend(FakeBackend):
+    """FakeBackend plus plain answers for the APIs it has no state for (InitProducerId, SCRAM,
+    ShareGroupDescribe, DescribeShareGroupOffsets), each with a success and an error entry, so
+    every handler's response is built with and without optional values."""
+
+    def init_producer_id(self, transactional_id, producer_id, producer_epoch):
+        return (None, 1000, 0) if transactional_id is None else ("UNSUPPORTED_VERSION", -1, -1)
+
+    def describe_user_scram_credentials(self, users):
+        from actors.controller.scram import CredentialInfo, DescribeResult
+
+        return None, None, [DescribeResult("alice", infos=(CredentialInfo(1, 4096),)), DescribeResult("bob", "RESOURCE_NOT_FOUND", "no credentials")]
+
+    def alter_user_scram_credentials(self, deletions, upsertions):
+        from actors.controller.scram import AlterResult
+
+        return [AlterResult("alice"), AlterResult("bob", "UNACCEPTABLE_CREDENTIAL", "too few iterations")]
+
+    def share_group_describe(self, group):
+        if group != "s0":
+            return {"error": "GROUP_ID_NOT_FOUND", "message": f"Group {group} not found."}
+        member = {"member_id": "m1", "rack_id": None, "member_epoch": 3, "client_id": "c", "client_host": "/127.0.0.1", "subscribed": ("s0",), "assignment": [(self._topics["s0"].topic_id, "s0", [0, 1])]}
+        return {"state": "Stable", "group_epoch": 3, "assignment_epoch": 3, "assignor": "simple", "members": [member]}
+
+    def share_group_offsets(self, group, topics):
+        return None, None, [("s0", self._topics["s0"].topic_id, [(0, 5, None), (1, -1, "UNKNOWN_TOPIC_OR_PARTITION")])]
 
 
 def _nullable(cls: type, name: str) -> bool:
@@ -64,12 +87,12 @@ def null_violations(entity: Any, api_key: int, path: str = "") -> list[str]:
 
 
 def _cases() -> list[tuple[int, int, int]]:
-    return [(k, v, var) for k, (lo, hi) in sorted(SUPPORTED.items()) if k not in _NOT_IN_FAKE for v in range(lo, hi + 1) for var in (0, 1)]
+    return [(k, v, var) for k, (lo, hi) in sorted(SUPPORTED.items()) for v in range(lo, hi + 1) for var in (0, 1)]
 
 
 @pytest.mark.parametrize("api_key,version,variant", _cases())
 def test_no_response_field_is_null_where_kafka_never_sends_null(api_key, version, variant):
-    backend = FakeBackend()
+    backend = _SweepBackend()
     disp = KafkaDispatcher(backend, auto_create_topics=False)
     _create(disp, "s0", 2)  # the samples' topic names, so requests reach real partitions too
     _create(disp, "s1", 2)
