@@ -234,7 +234,10 @@ def _whole_request_message(error: ErrorCode) -> str | None:
 
 def create_topics(req: DecodedRequest, backend: Backend) -> Any:
     """CreateTopics: one controller message for the whole request. Manual replica assignments
-    are refused (INVALID_REQUEST) — a single node places every partition."""
+    are refused (INVALID_REQUEST) — a single node places every partition. From v5 each created
+    topic carries its effective configs (:func:`_created_configs`); ``configs`` is never null
+    (Kafka sends an empty array for a failed topic and for ``validate_only``, where Shoal has no
+    topic to describe; Kafka would list the would-be configs there)."""
     cls = response_class(19, req.api_version)
     body = req.body
     specs: list[TopicSpec] = []
@@ -249,9 +252,10 @@ def create_topics(req: DecodedRequest, backend: Backend) -> Any:
     for t in body.topics:
         if t.name in early:
             e, m = early[t.name]
-            out.append(nested(cls, "CreatableTopicResult", name=t.name, topic_id=_ZERO_UUID, error_code=e, error_message=m, configs=None))
+            out.append(nested(cls, "CreatableTopicResult", name=t.name, topic_id=_ZERO_UUID, error_code=e, error_message=m, configs=()))
             continue
         err, msg, info = results.get(t.name, ("UNKNOWN_SERVER_ERROR", "no result", None))
+        configs, config_err = _created_configs(cls, backend, t.name, req.api_version) if info is not None and not body.validate_only else ((), ErrorCode.none)
         out.append(
             nested(
                 cls,
@@ -262,10 +266,29 @@ def create_topics(req: DecodedRequest, backend: Backend) -> Any:
                 error_message=msg,
                 num_partitions=i32(info.partitions if info else -1),
                 replication_factor=i16(1 if info else -1),
-                configs=None,
+                configs=configs,
+                topic_config_error_code=i16(int(config_err)),
             )
         )
     return build(cls, throttle_time=NO_THROTTLE, topics=tuple(out))
+
+
+def _created_configs(cls: type, backend: Backend, name: str, version: int) -> tuple[tuple[Any, ...], ErrorCode]:
+    """The effective configs of a topic just created, as CreateTopics v5+ returns them
+    (``ReplicationControlManager.createTopic``: sorted by name, a sensitive value as null), and
+    the ``topic_config_error_code``. When they cannot be described (e.g. no DESCRIBE_CONFIGS on
+    the topic: Kafka's TOPIC_AUTHORIZATION_FAILED) the list is empty, never null: Kafka always
+    sends an array. Below v5 there are no configs and no backend call."""
+    if version < 5:
+        return (), ErrorCode.none
+    err, _msg, entries = backend.describe_configs(2, name, None)
+    if err is not None:
+        return (), error_code(err)
+    rows = tuple(
+        nested(cls, "CreatableTopicConfigs", name=e.name, value=None if e.sensitive else e.value, read_only=e.read_only, config_source=i8(e.source), is_sensitive=e.sensitive)
+        for e in sorted(entries, key=lambda e: e.name)
+    )
+    return rows, ErrorCode.none
 
 
 def delete_topics(req: DecodedRequest, backend: Backend) -> Any:

@@ -93,10 +93,19 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
     ``DelayedFetch`` for ``fetchInfos.isEmpty`` or ``errorReadingData``). While it waits it holds
     no ``queued.max.requests`` slot (:func:`wire.quotas.parked`; a ``DelayedFetch`` is in
     purgatory, not in the request queue). Offsets below the log start or beyond the end give
-    OFFSET_OUT_OF_RANGE."""
+    OFFSET_OUT_OF_RANGE.
+
+    Every partition carries a record set, empty (size 0) when there is nothing to return, never
+    null (size -1): Kafka's log reads always give one (``MemoryRecords.EMPTY`` for no new data
+    and for read errors, ``ReplicaManager.readFromLocalLog``), and librdkafka before 2.x drops
+    the whole response on a null one ("invalid MessageSetSize -1"; issue 16). Kafka leaves it
+    null only for partitions it rejects before reading (``FetchResponse.partitionResponse``);
+    Shoal sends empty there too, which every client reads as no records. Aborted transactions are
+    an empty list under READ_COMMITTED and null under READ_UNCOMMITTED, as Kafka sends them."""
     body = req.body
     cls = response_class(1, req.api_version)
     deadline = time.monotonic() + body.max_wait.total_seconds()
+    committed = int(getattr(body, "isolation_level", 0)) == 1  # READ_COMMITTED (v4+)
     while True:
         seen = backend.data_version()  # before reading: an append after this ends the wait
         budget = int(body.max_bytes)
@@ -124,9 +133,11 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
                         high_watermark=i64(r.high_watermark),
                         last_stable_offset=i64(r.high_watermark),
                         log_start_offset=i64(r.log_start_offset),
-                        aborted_transactions=None,
+                        # Kafka: [] under READ_COMMITTED (LocalLog.read includeAbortedTxns), null
+                        # under READ_UNCOMMITTED; Shoal has no transactions, so never any entries
+                        aborted_transactions=() if committed and r.error is None else None,
                         preferred_read_replica=i32(-1),
-                        records=data or None,
+                        records=data if data else b"",  # empty, never null (see docstring)
                     )
                 )
             topics.append(nested(cls, "FetchableTopicResponse", topic=t.topic, partitions=tuple(parts)))

@@ -94,7 +94,7 @@ def _partition_data(cls: type, node_id: int, p: Any) -> Any:
         acknowledge_error_code=i16(int(error_code(p.ack_error))),
         acknowledge_error_message=p.ack_error_message,
         current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(node_id if p.error is None else -1), leader_epoch=i32(0)),
-        records=p.records,
+        records=p.records if p.records else b"",  # empty, never null: Kafka's getResponsePartitionData (recordsOrFail)
         acquired_records=tuple(nested(cls, "AcquiredRecords", first_offset=i64(a.first_offset), last_offset=i64(a.last_offset), delivery_count=i16(a.delivery_count)) for a in p.acquired),
     )
 
