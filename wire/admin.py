@@ -25,6 +25,7 @@ from wire.protocol import DecodedRequest
 
 __all__ = [
     "api_versions",
+    "create_partitions",
     "create_topics",
     "delete_topics",
     "describe_configs",
@@ -389,3 +390,26 @@ def list_groups(req: DecodedRequest, backend: Backend) -> Any:
         for g, gtype, state in backend.list_groups(types, states)
     )
     return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups)
+
+
+# --- topic admin: CreatePartitions (API 37, issue 16) -------------------------------------------
+
+
+def create_partitions(req: DecodedRequest, backend: Backend) -> Any:
+    """CreatePartitions v0-3: one controller message for the whole request (the rules are the
+    controller's, ``actors.controller.topics.decide_create_partitions``). Results in request
+    order, one per name (a duplicated name is answered once, INVALID_REQUEST, as
+    ``ControllerApis.createPartitions``); ``timeout_ms`` is not needed (the reply waits for the
+    append)."""
+    cls = response_class(37, req.api_version)
+    body = req.body
+    topics = [
+        (t.name, int(t.count), None if t.assignments is None else [[int(b) for b in a.broker_ids] for a in t.assignments])
+        for t in body.topics
+    ]
+    results = backend.create_partitions(topics, bool(body.validate_only)) if topics else {}
+    out = []
+    for name in dict.fromkeys(t.name for t in body.topics):
+        err, msg = results.get(name, ("UNKNOWN_SERVER_ERROR", "no result"))
+        out.append(nested(cls, "CreatePartitionsTopicResult", name=name, error_code=error_code(err), error_message=msg))
+    return build(cls, throttle_time=NO_THROTTLE, results=tuple(out))

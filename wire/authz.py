@@ -205,6 +205,7 @@ class AuthorizingBackend:
                                   TOPIC_AUTHORIZATION_FAILED (by id: an id the connection may
                                   not DESCRIBE answers UNKNOWN_TOPIC_ID, where Kafka says
                                   TOPIC_AUTHORIZATION_FAILED)
+    create_partitions (37)        ALTER topic → TOPIC_AUTHORIZATION_FAILED
     describe_configs              DESCRIBE_CONFIGS on the topic / cluster (broker) / group →
                                   TOPIC_/CLUSTER_/GROUP_AUTHORIZATION_FAILED
     alter_configs                 ALTER_CONFIGS, same resources and errors
@@ -265,6 +266,16 @@ class AuthorizingBackend:
         for s in specs:
             if s not in ok:
                 out[s.name] = ("TOPIC_AUTHORIZATION_FAILED", None, None)
+        return out
+
+    def create_partitions(self, topics, validate_only: bool):
+        """ALTER on each topic (``ControllerApis.createPartitions``); the others get
+        TOPIC_AUTHORIZATION_FAILED."""
+        ok = [t for t in topics if self._ok("ALTER", "TOPIC", t[0])]
+        out = self.inner.create_partitions(ok, validate_only) if ok else {}
+        for t in topics:
+            if t not in ok:
+                out[t[0]] = ("TOPIC_AUTHORIZATION_FAILED", None)
         return out
 
     def delete_topics(self, names: Sequence[str]):

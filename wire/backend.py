@@ -176,6 +176,14 @@ class Backend(Protocol):
     def delete_topics(self, names: Sequence[str]) -> dict[str, tuple[str | None, uuid.UUID | None]]:
         """Delete topics by name; per name ``(error, topic_id)``."""
 
+    def create_partitions(
+        self, topics: Sequence[tuple[str, int, Sequence[Sequence[int]] | None]], validate_only: bool
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """CreatePartitions (API 37): ``topics`` are ``(name, new total count, assignments or
+        None)``, the assignments one broker-id list per new partition. Returns per name
+        ``(error, message)`` (error ``None`` on success); the new partitions' logs exist when it
+        returns."""
+
     def describe_configs(self, resource_type: int, name: str, keys: Sequence[str] | None) -> tuple[str | None, str | None, list[ConfigEntry]]:
         """Describe one config resource: ``(error, message, entries)``."""
 

@@ -90,6 +90,18 @@ class ShoalBackend:
                         self.logs.open(name, p)  # create the directories now: ListOffsets works at once
         return out
 
+    def create_partitions(self, topics, validate_only: bool):
+        """CreatePartitions through the controller; opens the new partitions' logs at once (a
+        tiered topic's new partitions are tiered like the others: the log manager reads the
+        topic's configs)."""
+        out = self.controller.create_partitions(topics, validate_only)
+        if not validate_only:
+            for name, count, _a in topics:
+                if out.get(name, ("x", None))[0] is None:
+                    for p in range(count):
+                        self.logs.open(name, p)
+        return out
+
     def delete_topics(self, names: Sequence[str]):
         """DeleteTopics through the controller; deletes the logs (and remote data) after."""
         out = self.controller.delete_topics(names)

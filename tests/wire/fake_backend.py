@@ -58,6 +58,22 @@ class FakeBackend:
             out[s.name] = (None, None, info)
         return out
 
+    def create_partitions(self, topics, validate_only):
+        out = {}
+        for name, count, assignments in topics:
+            info = self._topics.get(name)
+            if info is None:
+                out[name] = ("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+            elif count <= info.partitions:
+                out[name] = ("INVALID_PARTITIONS", f"Topic already has {info.partitions} partition(s).")
+            else:
+                out[name] = (None, None)
+                if not validate_only:
+                    for p in range(info.partitions, count):
+                        self._logs[(name, p)] = []
+                    self._topics[name] = TopicInfo(name, info.topic_id, count)
+        return out
+
     def delete_topics(self, names):
         out = {}
         for n in names:
