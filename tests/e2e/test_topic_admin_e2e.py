@@ -1,0 +1,77 @@
+"""Topic admin end to end (issue 16): confluent-kafka 2.16's ``AdminClient.create_partitions``
+against a real ``app.py run`` daemon. The new partitions take records at once, a share group
+subscribed before the growth is assigned and reads them, a tiered topic grows too, and Kafka's
+errors come back for a shrink, an unknown topic and a duplicated name."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaError
+from confluent_kafka.admin import NewPartitions
+
+from tests.e2e.helpers import admin, create_topic, list_offsets, outcomes, produce, set_group_config, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+def _partitions(bootstrap: str, topic: str) -> int:
+    return len(admin(bootstrap).list_topics(topic, timeout=30).topics[topic].partitions)
+
+
+def test_create_partitions_grows_a_topic_its_share_group_reads_the_new_partitions(shared_daemon):
+    from confluent_kafka import ShareConsumer
+
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "grow", 1)
+    set_group_config(bs, "grow-g", "share.auto.offset.reset", "earliest")
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": "grow-g"})
+    seen: list[str] = []
+    try:
+        c.subscribe(["grow"])
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 3:  # joins with the one-partition topic
+            seen += [m.value().decode() for m in c.poll(0.2) if not m.error()]
+        a = admin(bs)
+        assert outcomes(a.create_partitions([NewPartitions("grow", 3)], request_timeout=30)) == {"grow": None}
+        assert _partitions(bs, "grow") == 3
+        acked = produce(bs, "grow", [f"v{i}" for i in range(30)], partitioner=lambda i: i % 3)
+        assert {p for p, _o in acked.values()} == {0, 1, 2} and len(acked) == 30
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and len(set(seen)) < 30:
+            seen += [m.value().decode() for m in c.poll(0.2) if not m.error()]
+    finally:
+        c.close()
+    assert sorted(set(seen)) == sorted(f"v{i}" for i in range(30))
+
+
+def test_create_partitions_errors_and_validate_only(shared_daemon):
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "fixed", 2)
+    a = admin(bs)
+    got = outcomes(a.create_partitions([NewPartitions("fixed", 1), NewPartitions("nope", 4)], request_timeout=30))
+    assert got == {"fixed": KafkaError.INVALID_PARTITIONS, "nope": KafkaError.UNKNOWN_TOPIC_OR_PART}
+    assert outcomes(a.create_partitions([NewPartitions("fixed", 5)], validate_only=True, request_timeout=30)) == {"fixed": None}
+    assert _partitions(bs, "fixed") == 2
+    got = outcomes(a.create_partitions([NewPartitions("fixed", 4, replica_assignment=[[1], [7]])], request_timeout=30))
+    assert got == {"fixed": KafkaError.INVALID_REPLICA_ASSIGNMENT}
+    assert outcomes(a.create_partitions([NewPartitions("fixed", 4, replica_assignment=[[1], [1]])], request_timeout=30)) == {"fixed": None}
+    assert _partitions(bs, "fixed") == 4
+
+
+def test_tiered_topic_grows_and_its_new_partition_is_tiered(shared_daemon):
+    """A tiered topic (``remote.storage.enable``) grown by CreatePartitions: the new partition's
+    segments are copied to the remote tier and deleted locally (ListOffsets -4 earliest-local > 0)
+    like the first partition's, and -5 latest-tiered is answered."""
+    bs = shared_daemon.bootstrap
+    cfg = {"remote.storage.enable": "true", "segment.bytes": "16384", "local.retention.bytes": "1", "retention.bytes": "-1"}
+    create_topic(bs, "tiered-grow", 1, cfg)
+    a = admin(bs)
+    assert outcomes(a.create_partitions([NewPartitions("tiered-grow", 2)], request_timeout=30)) == {"tiered-grow": None}
+    values = [f"t{i:05d}-" + "x" * 60 for i in range(2000)]
+    acked = produce(bs, "tiered-grow", values, partitioner=lambda i: 1, **{"batch.size": 4096})
+    assert sorted(o for p, o in acked.values() if p == 1) == list(range(len(values)))
+    assert wait_for(lambda: list_offsets(shared_daemon.port, "tiered-grow", 1, -4)[1] > 0, 60), "the new partition was not tiered"
+    err, tiered = list_offsets(shared_daemon.port, "tiered-grow", 1, -5)
+    assert err == 0 and tiered >= 0
