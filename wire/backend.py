@@ -222,6 +222,13 @@ class Backend(Protocol):
         """ListOffsets for one partition: ``(error, offset, timestamp)``; ``timestamp`` -1 latest,
         -2 earliest, -3 max-timestamp, -4 earliest-local, -5 latest-tiered, else by time."""
 
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
+        """DeleteRecords (API 21) on one partition: move its log start offset up to ``offset``
+        (``-1`` = the high watermark). Returns ``(error, low_watermark)``: UNKNOWN_TOPIC_OR_PARTITION,
+        OFFSET_OUT_OF_RANGE (offset above the high watermark or below -1), POLICY_VIOLATION
+        (``cleanup.policy`` without ``delete``)."""
+        return "UNSUPPORTED_VERSION", -1
+
     def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int) -> tuple[str | None, int, int]:
         """InitProducerId: ``(error, producer_id, producer_epoch)``. Without a transactional id a
         new producer id with epoch 0 (Kafka ``TransactionCoordinator.handleInitProducerId``);

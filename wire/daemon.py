@@ -174,6 +174,17 @@ class ShoalBackend:
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return self.logs.list_offset(topic, partition, timestamp)
 
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
+        """DeleteRecords on one partition (Kafka ``Partition.deleteRecordsOnLeader``): unknown
+        partition → UNKNOWN_TOPIC_OR_PARTITION; a topic whose ``cleanup.policy`` lacks ``delete``
+        → POLICY_VIOLATION; else the log's start offset moves (see ``LogRegistry.delete_records``)."""
+        if not self._known(topic, partition):
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1
+        policy = str(self.controller.topic_config(topic).get("cleanup.policy", "delete"))
+        if "delete" not in policy.split(","):
+            return "POLICY_VIOLATION", -1
+        return self.logs.delete_records(topic, partition, offset)
+
     def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int) -> tuple[str | None, int, int]:
         """InitProducerId for idempotent producers: a fresh id from the controller's blocks and
         epoch 0, whatever id/epoch the request carries (Kafka ``TransactionCoordinator.handleInitProducerId``

@@ -38,6 +38,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
+    21: (0, 2),  # DeleteRecords (Kafka 4 serves v0-2; librdkafka 2.16 sends up to v1)
     37: (0, 3),  # CreatePartitions (librdkafka 2.16 sends up to v3; Kafka 4 serves v0-3)
     22: (0, 5),  # InitProducerId (idempotent producers; no transactions)
     32: (1, 4),  # DescribeConfigs
@@ -69,6 +70,7 @@ API_NAMES = {
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
+    21: "DeleteRecords",
     37: "CreatePartitions",
     22: "InitProducerId",
     32: "DescribeConfigs",
@@ -127,6 +129,7 @@ class KafkaDispatcher(Dispatcher):
             18: lambda r, c: admin.api_versions(r, self.supported),
             19: lambda r, c: admin.create_topics(r, backend),
             20: lambda r, c: admin.delete_topics(r, backend),
+            21: lambda r, c: admin.delete_records(r, backend),
             37: lambda r, c: admin.create_partitions(r, backend),
             22: lambda r, c: records.init_producer_id(r, backend),
             32: lambda r, c: admin.describe_configs(r, backend),

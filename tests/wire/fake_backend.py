@@ -140,6 +140,19 @@ class FakeBackend:
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return None, (0 if timestamp == -2 else self._end(log)), -1
 
+    def delete_records(self, topic, partition, offset):
+        log = self._logs.get((topic, partition))
+        if log is None:
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1
+        hw = self._end(log)
+        target = hw if offset == -1 else offset
+        if target < 0 or target > hw:
+            return "OFFSET_OUT_OF_RANGE", -1
+        self.log_start = getattr(self, "log_start", {})
+        low = max(self.log_start.get((topic, partition), 0), target)
+        self.log_start[(topic, partition)] = low
+        return None, low
+
     def data_version(self):
         return self._appends
 
