@@ -75,3 +75,51 @@ def test_tiered_topic_grows_and_its_new_partition_is_tiered(shared_daemon):
     assert wait_for(lambda: list_offsets(shared_daemon.port, "tiered-grow", 1, -4)[1] > 0, 60), "the new partition was not tiered"
     err, tiered = list_offsets(shared_daemon.port, "tiered-grow", 1, -5)
     assert err == 0 and tiered >= 0
+
+
+def test_delete_records_moves_the_log_start_and_the_share_group_skips_below_it(shared_daemon):
+    """``AdminClient.delete_records``: the low watermark comes back, ListOffsets earliest follows,
+    an offset above the high watermark is OFFSET_OUT_OF_RANGE, and a share group whose start
+    offset was below the new log start offset (initialised at 0 before the records existed)
+    delivers only the records at or above it (Kafka's ``LogStartOffsetMoved`` handling)."""
+    from confluent_kafka import ShareConsumer, TopicPartition
+
+    bs = shared_daemon.bootstrap
+    create_topic(bs, "trim", 1)
+    set_group_config(bs, "trim-g", "share.auto.offset.reset", "earliest")
+
+    def consume(until: int, timeout_s: float) -> list[str]:
+        c = ShareConsumer({"bootstrap.servers": bs, "group.id": "trim-g"})
+        got: list[str] = []
+        try:
+            c.subscribe(["trim"])
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline and len(got) < until:
+                got += [m.value().decode() for m in c.poll(0.2) if not m.error()]
+        finally:
+            c.close()
+        return got
+
+    assert consume(1, 4) == []  # the group's share-partition starts at 0
+    produce(bs, "trim", [f"r{i}" for i in range(20)], partitioner=lambda i: 0)
+    a = admin(bs)
+    got = outcomes(a.delete_records([TopicPartition("trim", 0, 10)], request_timeout=30), on_success=lambda r: r.low_watermark)
+    assert list(got.values()) == [10]
+    assert list_offsets(shared_daemon.port, "trim", 0, -2) == (0, 10)
+    bad = outcomes(a.delete_records([TopicPartition("trim", 0, 21)], request_timeout=30))
+    assert list(bad.values()) == [KafkaError.OFFSET_OUT_OF_RANGE]
+    assert sorted(consume(10, 30), key=lambda v: int(v[1:])) == [f"r{i}" for i in range(10, 20)]
+    moved = [e for e in _events(shared_daemon) if e.event_type == "share.LogStartOffsetMoved"]
+    assert [(e.group_id, e.log_start_offset) for e in (m.decode() for m in moved) if e.group_id == "trim-g"] == [("trim-g", 10)]
+
+
+def _events(daemon) -> list:
+    """Every recorded event of the running daemon's log (SQLite: readers do not block it)."""
+    import events.share  # noqa: F401 - registers the share event types
+    from store.event_log import open_event_log
+
+    log = open_event_log(f"sqlite:///{daemon.data_dir / 'events.db'}", create=False)
+    try:
+        return list(log.read_all())
+    finally:
+        log.close()

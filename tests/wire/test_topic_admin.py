@@ -84,3 +84,44 @@ def test_authorizer_needs_alter_on_the_topic():
     out = AuthorizingBackend(be, OnlyAlterOnA()).create_partitions([("a", 2, None), ("b", 2, None)], False)
     assert out["a"] == (None, None) and out["b"][0] == "TOPIC_AUTHORIZATION_FAILED"
     assert {t.name: t.partitions for t in be.topics()} == {"a": 2, "b": 1}
+
+
+def test_delete_records_per_partition_results(listener):
+    from kio.schema.delete_records.v2.request import DeleteRecordsPartition, DeleteRecordsRequest, DeleteRecordsTopic
+
+    lst, be = listener
+    be.create_topics([TopicSpec("d", 2, 1, {})], False)
+    be._logs[("d", 0)].extend([(0, 4, b"")])  # offsets 0-4: high watermark 5
+    req = DeleteRecordsRequest(
+        topics=(
+            DeleteRecordsTopic(
+                name="d",
+                partitions=(
+                    DeleteRecordsPartition(partition_index=0, offset=3),
+                    DeleteRecordsPartition(partition_index=1, offset=1),  # empty partition: HW 0
+                    DeleteRecordsPartition(partition_index=9, offset=0),
+                ),
+            ),
+        ),
+        timeout=datetime.timedelta(seconds=5),
+    )
+    with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
+        s.sendall(encode_request(request_header(21, 2, 5), req))
+        _, resp = decode_response(read_frame(s), 21, 2)
+    got = [(int(p.partition_index), int(p.error_code), int(p.low_watermark)) for p in resp.topics[0].partitions]
+    assert got == [(0, 0, 3), (1, 1, -1), (9, 3, -1)]
+    assert SUPPORTED[21] == (0, 2)
+
+
+def test_delete_records_needs_delete_on_the_topic():
+    from wire.authz import AuthorizingBackend
+
+    class OnlyDeleteOnA:
+        def check(self, operation, resource_type, name):
+            return (operation, resource_type, name) == ("DELETE", "TOPIC", "a")
+
+    be = FakeBackend()
+    be.create_topics([TopicSpec("a", 1, 1, {}), TopicSpec("b", 1, 1, {})], False)
+    authz = AuthorizingBackend(be, OnlyDeleteOnA())
+    assert authz.delete_records("a", 0, -1) == (None, 0)
+    assert authz.delete_records("b", 0, -1) == ("TOPIC_AUTHORIZATION_FAILED", -1)
