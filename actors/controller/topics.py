@@ -834,7 +834,17 @@ class CreatePartitionsResult:
     message: str | None = None
 
 
-def _new_partitions(state: TopicsState, t: CreatePartitionsTopic) -> PartitionsCreated:
+#: Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP`` (= ``MAX_RECORDS_PER_BATCH``): a
+#: CreatePartitions request that would write more partition records fails as a whole with
+#: POLICY_VIOLATION ("Unable to perform excessively large batch operation.").
+MAX_RECORDS_PER_USER_OP = 10_000
+
+
+class _BatchTooLarge(Exception):
+    """Kafka's ``BoundedListTooLongException``: the whole request is refused."""
+
+
+def _new_partitions(state: TopicsState, t: CreatePartitionsTopic, budget: int = MAX_RECORDS_PER_USER_OP) -> PartitionsCreated:
     """Validate one topic of CreatePartitions and build its event (Kafka's
     ``ReplicationControlManager.createPartitionsOfTopic``). Raises :class:`_ApiError`."""
     topic = state.topics.get(t.name)
@@ -846,6 +856,8 @@ def _new_partitions(state: TopicsState, t: CreatePartitionsTopic) -> PartitionsC
     if t.count == current:
         raise _ApiError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
     additional = t.count - current
+    if additional > budget:
+        raise _BatchTooLarge()
     rf = topic.replication_factor
     if t.assignments is not None:
         if len(t.assignments) != additional:
@@ -869,7 +881,14 @@ def _new_partitions(state: TopicsState, t: CreatePartitionsTopic) -> PartitionsC
                 )
             assignment.append(tuple(replicas))
     else:
-        assignment = _assign(state, t.count, rf)[current:]
+        brokers = sorted(state.brokers)
+        if rf > len(brokers):
+            raise _ApiError(
+                "INVALID_REPLICATION_FACTOR",
+                f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached "
+                f"because only {len(brokers)} broker(s) are registered.",
+            )
+        assignment = [tuple(brokers[(p + i) % len(brokers)] for i in range(rf)) for p in range(current, t.count)]
     parts = tuple(PartitionSpec(current + i, r, r, r[0], 0, 0) for i, r in enumerate(assignment))
     return PartitionsCreated(topic.topic_id, topic.name, parts)
 
@@ -885,14 +904,18 @@ def decide_create_partitions(
     partition count is INVALID_PARTITIONS; manual ``assignments``
     whose number differs from the number of new partitions, with an empty/duplicated replica
     list, an unregistered broker or a replica count unlike the topic's, are
-    INVALID_REPLICA_ASSIGNMENT. Returns ``(events, results)``: one :class:`PartitionsCreated`
-    per grown topic (none with ``validate_only``), results in request order."""
+    INVALID_REPLICA_ASSIGNMENT. More than :data:`MAX_RECORDS_PER_USER_OP` new partitions in one
+    request refuse every topic with POLICY_VIOLATION and change nothing (Kafka's
+    ``BoundedListTooLongException`` → ``EventHandlerExceptionInfo``). Returns ``(events,
+    results)``: one :class:`PartitionsCreated` per grown topic (none with ``validate_only``),
+    results in request order."""
     counts: dict[str, int] = {}
     for t in cmd.topics:
         counts[t.name] = counts.get(t.name, 0) + 1
     events: list[Any] = []
     results: list[CreatePartitionsResult] = []
     reported: set[str] = set()
+    written = 0
     for t in cmd.topics:
         if counts[t.name] > 1:
             if t.name not in reported:  # one result per duplicated name
@@ -900,10 +923,14 @@ def decide_create_partitions(
                 results.append(CreatePartitionsResult(t.name, "INVALID_REQUEST", "Duplicate topic name."))
             continue
         try:
-            ev = _new_partitions(state, t)
+            ev = _new_partitions(state, t, MAX_RECORDS_PER_USER_OP - written)
         except _ApiError as e:
             results.append(CreatePartitionsResult(t.name, e.error, e.message))
             continue
+        except _BatchTooLarge:
+            msg = "Unable to perform excessively large batch operation."
+            return [], [CreatePartitionsResult(n, "POLICY_VIOLATION", msg) for n in dict.fromkeys(x.name for x in cmd.topics)]
+        written += len(ev.partitions)
         results.append(CreatePartitionsResult(t.name))
         if not cmd.validate_only:
             events.append(ev)

@@ -94,3 +94,16 @@ def test_snapshot_round_trip_after_growth():
     again = S.ControllerState()
     again.load_dict(cs.to_dict(), 2)
     assert len(again.topics.topics["a"].partitions) == 2
+
+
+def test_an_excessively_large_request_is_refused_whole():
+    """Kafka's MAX_RECORDS_PER_USER_OP: more new partitions than 10 000 in one request refuse
+    every topic with POLICY_VIOLATION (nothing is built: a count of 2^31-1 costs nothing)."""
+    cs = S.ControllerState()
+    create(cs, tp.CreatableTopic("a", 1), tp.CreatableTopic("b", 1))
+    d = grow(cs, tp.CreatePartitionsTopic("a", 6_000), tp.CreatePartitionsTopic("b", 6_000))
+    assert [(r.name, r.error) for r in d.reply] == [("a", "POLICY_VIOLATION"), ("b", "POLICY_VIOLATION")] and d.events == []
+    (r,) = grow(cs, tp.CreatePartitionsTopic("a", 2**31 - 1)).reply
+    assert r.error == "POLICY_VIOLATION"
+    assert errors(grow(cs, tp.CreatePartitionsTopic("a", 1 + tp.MAX_RECORDS_PER_USER_OP)).reply) == ["NONE"]
+    assert len(cs.topics.topics["a"].partitions) == 1 + tp.MAX_RECORDS_PER_USER_OP
