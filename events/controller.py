@@ -50,6 +50,7 @@ __all__ = [
     "HoldChange",
     "ImpliedCapability",
     "PartitionChanged",
+    "PartitionsCreated",
     "PartitionSpec",
     "ProducerIdsAllocated",
     "PolicyChange",
@@ -202,6 +203,22 @@ class PartitionChanged(DomainEvent):
     leader_epoch: int
     partition_epoch: int
     reason: str
+
+
+# --- topic admin: CreatePartitions (issue 16) -------------------------------------------------
+
+
+@domain_event("controller.PartitionsCreated")
+@dataclass(frozen=True, slots=True)
+class PartitionsCreated(DomainEvent):
+    """Partitions were added to a live topic by CreatePartitions (Kafka's ``PartitionRecord``s
+    written by ``ReplicationControlManager.createPartitions``). ``partitions`` are the new ones
+    only, numbered on from the topic's current count (``partitions[0].partition`` = the old
+    count), in order; the topic's existing partitions are unchanged."""
+
+    topic_id: str
+    name: str
+    partitions: tuple[PartitionSpec, ...]
 
 
 @domain_event("controller.ProducerIdsAllocated")

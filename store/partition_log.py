@@ -1011,6 +1011,26 @@ class PartitionLog:
             self._write_meta()
             return True
 
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords on this (leader) partition (Kafka ``Partition.deleteRecordsOnLeader`` +
+        ``UnifiedLog.maybeIncrementLogStartOffset``): ``offset`` ``-1`` means the high watermark;
+        the log start offset moves up to it (never back), local segments wholly below it are
+        deleted (under tiering only those already copied). Returns the low watermark (the log
+        start offset after the call). Raises :class:`OffsetOutOfRangeError` for an offset below
+        -1 or above the high watermark."""
+        with self._lock:
+            target = self._high_watermark if offset == -1 else offset
+            if target < 0:
+                raise OffsetOutOfRangeError(f"The offset {offset} for partition {self.topic}-{self.partition} is not valid")
+            if target > self._high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"Cannot increment the log start offset to {target} of partition {self.topic}-{self.partition} "
+                    f"since it is larger than the high watermark {self._high_watermark}"
+                )
+            self.maybe_increment_log_start_offset(target)
+            self.delete_segments_below(self._log_start_offset)
+            return self._log_start_offset
+
     # ----------------------------------------------------------------- segments view
     def segments(self) -> list[LogSegment]:
         """Snapshot list of the local segments, oldest first (the last is the active one)."""

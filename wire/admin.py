@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i8, i16, i32, i64
 
 from actors.controller.acls import CLUSTER_NAME
 from wire.authz import Authorizer, allowed
@@ -25,6 +25,8 @@ from wire.protocol import DecodedRequest
 
 __all__ = [
     "api_versions",
+    "create_partitions",
+    "delete_records",
     "create_topics",
     "delete_topics",
     "describe_configs",
@@ -412,3 +414,46 @@ def list_groups(req: DecodedRequest, backend: Backend) -> Any:
         for g, gtype, state in backend.list_groups(types, states)
     )
     return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups)
+
+
+# --- topic admin: CreatePartitions (API 37, issue 16) -------------------------------------------
+
+
+def create_partitions(req: DecodedRequest, backend: Backend) -> Any:
+    """CreatePartitions v0-3: one controller message for the whole request (the rules are the
+    controller's, ``actors.controller.topics.decide_create_partitions``). Results in request
+    order, one per name (a duplicated name is answered once, INVALID_REQUEST, as
+    ``ControllerApis.createPartitions``); ``timeout_ms`` is not needed (the reply waits for the
+    append)."""
+    cls = response_class(37, req.api_version)
+    body = req.body
+    topics = [
+        (t.name, int(t.count), None if t.assignments is None else [[int(b) for b in a.broker_ids] for a in t.assignments])
+        for t in body.topics
+    ]
+    results = backend.create_partitions(topics, bool(body.validate_only)) if topics else {}
+    out = []
+    for name in dict.fromkeys(t.name for t in body.topics):
+        err, msg = results.get(name, ("UNKNOWN_SERVER_ERROR", "no result"))
+        out.append(nested(cls, "CreatePartitionsTopicResult", name=name, error_code=error_code(err), error_message=msg))
+    return build(cls, throttle_time=NO_THROTTLE, results=tuple(out))
+
+
+# --- topic admin: DeleteRecords (API 21, issue 16) -----------------------------------------------
+
+
+def delete_records(req: DecodedRequest, backend: Backend) -> Any:
+    """DeleteRecords v0-2: per partition, move the log start offset (``offset`` -1 = the high
+    watermark) and answer the new ``low_watermark`` (Kafka ``ReplicaManager.deleteRecords``; -1
+    with the error). ``timeout_ms`` is not needed: a single node answers once the log moved."""
+    cls = response_class(21, req.api_version)
+    topics = []
+    for t in req.body.topics:
+        parts = []
+        for p in t.partitions:
+            err, low = backend.delete_records(t.name, int(p.partition_index), int(p.offset))
+            parts.append(
+                nested(cls, "DeleteRecordsPartitionResult", partition_index=i32(p.partition_index), low_watermark=i64(low), error_code=error_code(err))
+            )
+        topics.append(nested(cls, "DeleteRecordsTopicResult", name=t.name, partitions=tuple(parts)))
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics))

@@ -205,6 +205,8 @@ class AuthorizingBackend:
                                   TOPIC_AUTHORIZATION_FAILED (by id: an id the connection may
                                   not DESCRIBE answers UNKNOWN_TOPIC_ID, where Kafka says
                                   TOPIC_AUTHORIZATION_FAILED)
+    create_partitions (37)        ALTER topic → TOPIC_AUTHORIZATION_FAILED
+    delete_records (21)           DELETE topic → TOPIC_AUTHORIZATION_FAILED (per partition)
     describe_configs              DESCRIBE_CONFIGS on the topic / cluster (broker) / group →
                                   TOPIC_/CLUSTER_/GROUP_AUTHORIZATION_FAILED
     alter_configs                 ALTER_CONFIGS, same resources and errors
@@ -267,6 +269,16 @@ class AuthorizingBackend:
                 out[s.name] = ("TOPIC_AUTHORIZATION_FAILED", None, None)
         return out
 
+    def create_partitions(self, topics, validate_only: bool):
+        """ALTER on each topic (``ControllerApis.createPartitions``); the others get
+        TOPIC_AUTHORIZATION_FAILED."""
+        ok = [t for t in topics if self._ok("ALTER", "TOPIC", t[0])]
+        out = self.inner.create_partitions(ok, validate_only) if ok else {}
+        for t in topics:
+            if t not in ok:
+                out[t[0]] = ("TOPIC_AUTHORIZATION_FAILED", None)
+        return out
+
     def delete_topics(self, names: Sequence[str]):
         """DELETE on the cluster, else DELETE on each topic; the others get
         TOPIC_AUTHORIZATION_FAILED (``ControllerApis.deleteTopics``)."""
@@ -325,6 +337,12 @@ class AuthorizingBackend:
         if not self._ok("DESCRIBE", "TOPIC", topic):
             return "TOPIC_AUTHORIZATION_FAILED", -1, -1
         return self.inner.list_offset(topic, partition, timestamp)
+
+    def delete_records(self, topic: str, partition: int, offset: int):
+        """DELETE on the topic (``KafkaApis.handleDeleteRecordsRequest``) → TOPIC_AUTHORIZATION_FAILED."""
+        if not self._ok("DELETE", "TOPIC", topic):
+            return "TOPIC_AUTHORIZATION_FAILED", -1
+        return self.inner.delete_records(topic, partition, offset)
 
     def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int):
         """WRITE on the transactional id, or (idempotent) IDEMPOTENT_WRITE on the cluster or

@@ -176,6 +176,14 @@ class Backend(Protocol):
     def delete_topics(self, names: Sequence[str]) -> dict[str, tuple[str | None, uuid.UUID | None]]:
         """Delete topics by name; per name ``(error, topic_id)``."""
 
+    def create_partitions(
+        self, topics: Sequence[tuple[str, int, Sequence[Sequence[int]] | None]], validate_only: bool
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """CreatePartitions (API 37): ``topics`` are ``(name, new total count, assignments or
+        None)``, the assignments one broker-id list per new partition. Returns per name
+        ``(error, message)`` (error ``None`` on success); the new partitions' logs exist when it
+        returns."""
+
     def describe_configs(self, resource_type: int, name: str, keys: Sequence[str] | None) -> tuple[str | None, str | None, list[ConfigEntry]]:
         """Describe one config resource: ``(error, message, entries)``."""
 
@@ -213,6 +221,13 @@ class Backend(Protocol):
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
         """ListOffsets for one partition: ``(error, offset, timestamp)``; ``timestamp`` -1 latest,
         -2 earliest, -3 max-timestamp, -4 earliest-local, -5 latest-tiered, else by time."""
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
+        """DeleteRecords (API 21) on one partition: move its log start offset up to ``offset``
+        (``-1`` = the high watermark). Returns ``(error, low_watermark)``: UNKNOWN_TOPIC_OR_PARTITION,
+        OFFSET_OUT_OF_RANGE (offset above the high watermark or below -1), POLICY_VIOLATION
+        (``cleanup.policy`` without ``delete``)."""
+        return "UNSUPPORTED_VERSION", -1
 
     def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int) -> tuple[str | None, int, int]:
         """InitProducerId: ``(error, producer_id, producer_epoch)``. Without a transactional id a

@@ -19,6 +19,7 @@ one controller round trip (the controller answers from its folded state).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -33,6 +34,8 @@ from actors.controller.messages import (
     AlterUserScramCredentialsRequest,
     CreateAclsReply,
     CreateAclsRequest,
+    CreatePartitionsReply,
+    CreatePartitionsRequest,
     DeleteAclsReply,
     DeleteAclsRequest,
     DescribeUserScramCredentialsReply,
@@ -41,6 +44,7 @@ from actors.controller.messages import (
     ScramCredentialsRequest,
 )
 from actors.controller.scram import AlterResult, ScramCredential
+from actors.controller.topics import CreatePartitionsTopic
 from actors.messages import Failure
 from wire.backend import ConfigEntry, TopicInfo, TopicSpec
 from wire.gateway import ActorTimeout
@@ -213,6 +217,28 @@ class ControllerClient:
             with self._lock:  # the reply carries the new topics: no second ask
                 image = dict(self._topics)
                 image.update({n: info for n, (_e, _m, info) in out.items() if info is not None})
+                self._topics = image
+        return out
+
+    def create_partitions(
+        self, topics: Sequence[tuple[str, int, Sequence[Sequence[int]] | None]], validate_only: bool
+    ) -> dict[str, tuple[str | None, str | None]]:
+        """CreatePartitionsRequest → per name ``(error, message)``. The topic image is updated
+        with the new partition counts at once (share groups read it on their next heartbeat)."""
+        cmds = [CreatePartitionsTopic(n, int(c), None if a is None else tuple(tuple(int(b) for b in r) for r in a)) for n, c, a in topics]
+        r = self.ask(CreatePartitionsRequest(tuple(cmds), validate_only))
+        if isinstance(r, Failure):
+            return {n: (r.error, r.message) for n, _c, _a in topics}
+        if not isinstance(r, CreatePartitionsReply):
+            return {n: ("UNKNOWN_SERVER_ERROR", f"unexpected reply {type(r).__name__}") for n, _c, _a in topics}
+        out = {res.name: (_err(res.error), res.message) for res in r.results}
+        grown = {n: int(c) for n, c, _a in topics if out.get(n, ("x",))[0] is None}
+        if grown and not validate_only:
+            with self._lock:
+                image = dict(self._topics)
+                for n, c in grown.items():
+                    if n in image:
+                        image[n] = dataclasses.replace(image[n], partitions=c)
                 self._topics = image
         return out
 

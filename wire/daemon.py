@@ -90,6 +90,18 @@ class ShoalBackend:
                         self.logs.open(name, p)  # create the directories now: ListOffsets works at once
         return out
 
+    def create_partitions(self, topics, validate_only: bool):
+        """CreatePartitions through the controller; opens the new partitions' logs at once (a
+        tiered topic's new partitions are tiered like the others: the log manager reads the
+        topic's configs)."""
+        out = self.controller.create_partitions(topics, validate_only)
+        if not validate_only:
+            for name, count, _a in topics:
+                if out.get(name, ("x", None))[0] is None:
+                    for p in range(count):
+                        self.logs.open(name, p)
+        return out
+
     def delete_topics(self, names: Sequence[str]):
         """DeleteTopics through the controller; deletes the logs (and remote data) after."""
         out = self.controller.delete_topics(names)
@@ -161,6 +173,17 @@ class ShoalBackend:
         if not self._known(topic, partition):
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return self.logs.list_offset(topic, partition, timestamp)
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
+        """DeleteRecords on one partition (Kafka ``Partition.deleteRecordsOnLeader``): unknown
+        partition → UNKNOWN_TOPIC_OR_PARTITION; a topic whose ``cleanup.policy`` lacks ``delete``
+        → POLICY_VIOLATION; else the log's start offset moves (see ``LogRegistry.delete_records``)."""
+        if not self._known(topic, partition):
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1
+        policy = str(self.controller.topic_config(topic).get("cleanup.policy", "delete"))
+        if "delete" not in policy.split(","):
+            return "POLICY_VIOLATION", -1
+        return self.logs.delete_records(topic, partition, offset)
 
     def init_producer_id(self, transactional_id: str | None, producer_id: int, producer_epoch: int) -> tuple[str | None, int, int]:
         """InitProducerId for idempotent producers: a fresh id from the controller's blocks and

@@ -4,7 +4,7 @@ Only what is implemented is advertised (``SUPPORTED``). The version ranges were 
 kio 0.6.5's schemas and what librdkafka 2.16 (confluent-kafka 2.16.1) sends (observed:
 ApiVersions 3, Metadata 12, CreateTopics 4, DeleteTopics 4, DescribeConfigs 1,
 IncrementalAlterConfigs 1, Produce 9, Fetch 12, ListOffsets 7, FindCoordinator 2, ListGroups 5,
-ShareGroupHeartbeat 1, ShareFetch 1, ShareAcknowledge 1). A request for any other key or version
+ShareGroupHeartbeat 1, ShareFetch 1, ShareAcknowledge 1, DeleteRecords 2, CreatePartitions 2). A request for any other key or version
 is answered UNSUPPORTED_VERSION (35): ApiVersions as v0 with the table (KIP-511); anything else
 with the response header and the int16 error code (no API-specific body can be built for a
 version we have no schema for), and the connection stays open since the frame was well
@@ -38,6 +38,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
+    21: (0, 2),  # DeleteRecords (Kafka 4 serves v0-2; librdkafka 2.16 sends v2)
+    37: (0, 3),  # CreatePartitions (Kafka 4 serves v0-3; librdkafka 2.16 sends v2)
     22: (0, 5),  # InitProducerId (idempotent producers; no transactions)
     32: (1, 4),  # DescribeConfigs
     44: (0, 1),  # IncrementalAlterConfigs
@@ -68,6 +70,8 @@ API_NAMES = {
     18: "ApiVersions",
     19: "CreateTopics",
     20: "DeleteTopics",
+    21: "DeleteRecords",
+    37: "CreatePartitions",
     22: "InitProducerId",
     32: "DescribeConfigs",
     44: "IncrementalAlterConfigs",
@@ -125,6 +129,8 @@ class KafkaDispatcher(Dispatcher):
             18: lambda r, c: admin.api_versions(r, self.supported),
             19: lambda r, c: admin.create_topics(r, backend),
             20: lambda r, c: admin.delete_topics(r, backend),
+            21: lambda r, c: admin.delete_records(r, backend),
+            37: lambda r, c: admin.create_partitions(r, backend),
             22: lambda r, c: records.init_producer_id(r, backend),
             32: lambda r, c: admin.describe_configs(r, backend),
             44: lambda r, c: admin.incremental_alter_configs(r, backend),

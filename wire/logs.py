@@ -183,6 +183,21 @@ class LogRegistry:
             return None, -1, -1
         return None, found.offset, found.timestamp
 
+    def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
+        """DeleteRecords on one partition → ``(error, low_watermark)``
+        (:meth:`store.partition_log.PartitionLog.delete_records`; OFFSET_OUT_OF_RANGE with low
+        watermark -1 for a bad offset). A share group sees the new log start offset at its next
+        ShareFetch and archives below it (``LogStartOffsetMoved``)."""
+        lg = self.open(topic, partition)
+        try:
+            low = lg.delete_records(offset)
+        except pl.OffsetOutOfRangeError:
+            return "OFFSET_OUT_OF_RANGE", -1
+        with self._data:  # readers waiting on the log see the change
+            self._version += 1
+            self._data.notify_all()
+        return None, low
+
     def data_version(self) -> int:
         """A counter bumped by every append (for :meth:`wait`'s ``since``)."""
         return self._version

@@ -68,6 +68,8 @@ from actors.controller.messages import (
     ChildKindRegistered,
     ChildLookup,
     ChildStopped,
+    CreatePartitionsReply,
+    CreatePartitionsRequest,
     CreateTopicsReply,
     CreateTopicsRequest,
     DeleteTopicsReply,
@@ -384,6 +386,12 @@ class ControllerActor(EventSourcedActor):
             return AllocateProducerIdsReply(None, first, size)
 
         self._execute(AllocateProducerIds(int(msg.broker_id)), sender, reply)
+
+    def receiveMsg_CreatePartitionsRequest(self, msg: CreatePartitionsRequest, sender: Any) -> None:
+        """CreatePartitions → :class:`CreatePartitionsReply` (``PartitionsCreated`` and the new
+        partitions' collections are appended before the reply)."""
+        cmd = tp.CreatePartitions(tuple(msg.topics), msg.validate_only)
+        self._execute(cmd, sender, lambda d, ch: CreatePartitionsReply(tuple(d.reply) if isinstance(d, Decision) else ()))
 
     def receiveMsg_DeleteTopicsRequest(self, msg: DeleteTopicsRequest, sender: Any) -> None:
         """DeleteTopics → :class:`DeleteTopicsReply`; the topics' collections are dropped once their holds drain."""

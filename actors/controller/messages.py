@@ -50,6 +50,8 @@ from actors.controller.scram import AlterResult, DescribeResult, ScramCredential
 from actors.messages import _Msg
 
 __all__ = [
+    "CreatePartitionsReply",
+    "CreatePartitionsRequest",
     "AlterUserScramCredentialsReply",
     "AlterUserScramCredentialsRequest",
     "DescribeUserScramCredentialsReply",
@@ -621,3 +623,22 @@ class AclsReply:
 
     token: str
     acls: tuple[AclBinding, ...] | None
+
+
+# --- topic admin: CreatePartitions (issue 16) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatePartitionsRequest:
+    """CreatePartitions: ``topics`` (:class:`~actors.controller.topics.CreatePartitionsTopic`),
+    ``validate_only``. Reply :class:`CreatePartitionsReply`."""
+
+    topics: tuple[Any, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True)
+class CreatePartitionsReply:
+    """Per-topic :class:`~actors.controller.topics.CreatePartitionsResult`, in request order."""
+
+    results: tuple[Any, ...]

@@ -42,6 +42,7 @@ from events.controller import (
     CollectionsCreated,
     CollectionsDropRequested,
     PartitionChanged,
+    PartitionsCreated,
     PolicyChange,
     ProducerIdsAllocated,
     ReadPoliciesSet,
@@ -210,8 +211,14 @@ def policies_for_topic(configs: Mapping[str, str | None]) -> tuple[fr.ReadPolicy
     return fr.Retention(rms, rbytes, delete), local
 
 
-def _topic_collections(state: ControllerState, ev: TopicCreated) -> list[CollectionSpec]:
-    eff = tp.effective_topic_config(state.topics, ev.name, config_map(ev.configs))
+def _topic_collections(state: ControllerState, ev: TopicCreated | PartitionsCreated) -> list[CollectionSpec]:
+    """The collections of the partitions ``ev`` creates (a new topic's, or partitions added by
+    CreatePartitions): one per partition, plus its local-tier collection on a tiered topic
+    (``remote.storage.enable``), with the topic's retention read policies."""
+    if isinstance(ev, PartitionsCreated):
+        eff = tp.effective_topic_config(state.topics, ev.name)
+    else:
+        eff = tp.effective_topic_config(state.topics, ev.name, config_map(ev.configs))
     part_policy, local_policy = policies_for_topic(eff)
     remote = str(eff["remote.storage.enable"]).lower() == "true"
     specs = []
@@ -276,6 +283,12 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
         specs: list[CollectionSpec] = []
         for ev in events:
             specs.extend(_topic_collections(state, ev))
+        if specs:
+            events.append(CollectionsCreated(tuple(specs)))
+        return Decision(events, results)
+    if isinstance(cmd, tp.CreatePartitions):
+        events, results = tp.decide_create_partitions(state.topics, cmd, now_ms)
+        specs = [spec for ev in events for spec in _topic_collections(state, ev)]
         if specs:
             events.append(CollectionsCreated(tuple(specs)))
         return Decision(events, results)
@@ -443,7 +456,7 @@ def _decide_alter_partition(state: ControllerState, cmd: AlterPartition) -> Deci
     return Decision([_changed(t, cmd.partition, new, reason)], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, new.leader, new.leader_epoch)])
 
 
-_TOPIC_EVENTS = (TopicCreated, TopicDeleted, TopicConfigsAltered, BrokerConfigsAltered, PartitionChanged)
+_TOPIC_EVENTS = (TopicCreated, TopicDeleted, TopicConfigsAltered, BrokerConfigsAltered, PartitionChanged, PartitionsCreated)
 
 
 def evolve(state: ControllerState, event: Any) -> ControllerState:

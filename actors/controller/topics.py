@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from events.controller import (
     BrokerConfigsAltered,
     PartitionChanged,
+    PartitionsCreated,
     PartitionSpec,
     TopicConfigsAltered,
     TopicCreated,
@@ -48,6 +49,10 @@ __all__ = [
     "ConfigEntry",
     "ConfigResult",
     "CreatableTopic",
+    "CreatePartitions",
+    "CreatePartitionsResult",
+    "CreatePartitionsTopic",
+    "decide_create_partitions",
     "CreateTopics",
     "CreateTopicResult",
     "DeleteTopics",
@@ -796,6 +801,142 @@ def decide_delete_topics(state: TopicsState, cmd: DeleteTopics, now_ms: int = 0)
     return events, results
 
 
+# --- CreatePartitions (API 37, issue 16) --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreatePartitionsTopic:
+    """One topic of a CreatePartitions request: ``count`` is the new total partition count;
+    ``assignments`` (``None`` = let the controller place them) holds one broker-id list per *new*
+    partition, in partition order (Kafka's ``CreatePartitionsAssignment``)."""
+
+    name: str
+    count: int
+    assignments: tuple[tuple[int, ...], ...] | None = None
+
+
+@dataclass(frozen=True)
+class CreatePartitions:
+    """CreatePartitions: ``topics``; ``validate_only`` checks without changing anything."""
+
+    topics: tuple[CreatePartitionsTopic, ...]
+    validate_only: bool = False
+
+
+@dataclass(frozen=True)
+class CreatePartitionsResult:
+    """Per-topic CreatePartitions result: ``error`` ``"NONE"`` on success, else Kafka's error
+    name (UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS, INVALID_REPLICA_ASSIGNMENT,
+    INVALID_REQUEST) with its ``message``."""
+
+    name: str
+    error: str = "NONE"
+    message: str | None = None
+
+
+#: Kafka's ``QuorumController.MAX_RECORDS_PER_USER_OP`` (= ``MAX_RECORDS_PER_BATCH``): a
+#: CreatePartitions request that would write more partition records fails as a whole with
+#: POLICY_VIOLATION ("Unable to perform excessively large batch operation.").
+MAX_RECORDS_PER_USER_OP = 10_000
+
+
+class _BatchTooLarge(Exception):
+    """Kafka's ``BoundedListTooLongException``: the whole request is refused."""
+
+
+def _new_partitions(state: TopicsState, t: CreatePartitionsTopic, budget: int = MAX_RECORDS_PER_USER_OP) -> PartitionsCreated:
+    """Validate one topic of CreatePartitions and build its event (Kafka's
+    ``ReplicationControlManager.createPartitionsOfTopic``). Raises :class:`_ApiError`."""
+    topic = state.topics.get(t.name)
+    if topic is None:
+        raise _ApiError("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+    current = len(topic.partitions)
+    if t.count < current:
+        raise _ApiError("INVALID_PARTITIONS", f"The topic {t.name} currently has {current} partition(s); {t.count} would not be an increase.")
+    if t.count == current:
+        raise _ApiError("INVALID_PARTITIONS", f"Topic already has {current} partition(s).")
+    additional = t.count - current
+    if additional > budget:
+        raise _BatchTooLarge()
+    rf = topic.replication_factor
+    if t.assignments is not None:
+        if len(t.assignments) != additional:
+            raise _ApiError(
+                "INVALID_REPLICA_ASSIGNMENT",
+                f"Attempted to add {additional} additional partition(s), but only {len(t.assignments)} assignment(s) were specified.",
+            )
+        assignment: list[tuple[int, ...]] = []
+        for i, replicas in enumerate(t.assignments):
+            p = current + i
+            if not replicas or len(set(replicas)) != len(replicas):
+                raise _ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes an empty or duplicated replica list for partition {p}.")
+            unknown = [b for b in replicas if b not in state.brokers]
+            if unknown:
+                raise _ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes broker {unknown[0]}, but no such broker is registered.")
+            if len(replicas) != rf:
+                raise _ApiError(
+                    "INVALID_REPLICA_ASSIGNMENT",
+                    f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but this is not "
+                    f"consistent with previous partitions, which have {rf} replica(s).",
+                )
+            assignment.append(tuple(replicas))
+    else:
+        brokers = sorted(state.brokers)
+        if rf > len(brokers):
+            raise _ApiError(
+                "INVALID_REPLICATION_FACTOR",
+                f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be reached "
+                f"because only {len(brokers)} broker(s) are registered.",
+            )
+        assignment = [tuple(brokers[(p + i) % len(brokers)] for i in range(rf)) for p in range(current, t.count)]
+    parts = tuple(PartitionSpec(current + i, r, r, r[0], 0, 0) for i, r in enumerate(assignment))
+    return PartitionsCreated(topic.topic_id, topic.name, parts)
+
+
+def decide_create_partitions(
+    state: TopicsState, cmd: CreatePartitions, now_ms: int = 0
+) -> tuple[list[Any], list[CreatePartitionsResult]]:
+    """Kafka's CreatePartitions (``ControllerApis#createPartitions`` +
+    ``ReplicationControlManager#createPartitions``): per-topic, not all-or-nothing.
+
+    A name given more than once gets one INVALID_REQUEST "Duplicate topic name." result and is
+    not changed; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION; a ``count`` not above the current
+    partition count is INVALID_PARTITIONS; manual ``assignments``
+    whose number differs from the number of new partitions, with an empty/duplicated replica
+    list, an unregistered broker or a replica count unlike the topic's, are
+    INVALID_REPLICA_ASSIGNMENT. More than :data:`MAX_RECORDS_PER_USER_OP` new partitions in one
+    request refuse every topic with POLICY_VIOLATION and change nothing (Kafka's
+    ``BoundedListTooLongException`` → ``EventHandlerExceptionInfo``). Returns ``(events,
+    results)``: one :class:`PartitionsCreated` per grown topic (none with ``validate_only``),
+    results in request order."""
+    counts: dict[str, int] = {}
+    for t in cmd.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    events: list[Any] = []
+    results: list[CreatePartitionsResult] = []
+    reported: set[str] = set()
+    written = 0
+    for t in cmd.topics:
+        if counts[t.name] > 1:
+            if t.name not in reported:  # one result per duplicated name
+                reported.add(t.name)
+                results.append(CreatePartitionsResult(t.name, "INVALID_REQUEST", "Duplicate topic name."))
+            continue
+        try:
+            ev = _new_partitions(state, t, MAX_RECORDS_PER_USER_OP - written)
+        except _ApiError as e:
+            results.append(CreatePartitionsResult(t.name, e.error, e.message))
+            continue
+        except _BatchTooLarge:
+            msg = "Unable to perform excessively large batch operation."
+            return [], [CreatePartitionsResult(n, "POLICY_VIOLATION", msg) for n in dict.fromkeys(x.name for x in cmd.topics)]
+        written += len(ev.partitions)
+        results.append(CreatePartitionsResult(t.name))
+        if not cmd.validate_only:
+            events.append(ev)
+    return events, results
+
+
 def _apply_ops(
     current: Mapping[str, str], ops: Sequence[tuple[str, str, str | None]], defs: Mapping[str, ConfigDef]
 ) -> tuple[dict[str, str], list[str]]:
@@ -970,6 +1111,12 @@ def evolve(state: TopicsState, event: Any) -> TopicsState:
             cfg.pop(k, None)
         if not cfg:
             del state.dynamic_broker_configs[event.broker]
+    elif isinstance(event, PartitionsCreated):
+        t = state.topic_by_id(event.topic_id)
+        if t is not None:
+            t.partitions.extend(
+                Partition(p.partition, tuple(p.replicas), tuple(p.isr), p.leader, p.leader_epoch, p.partition_epoch) for p in event.partitions
+            )
     elif isinstance(event, PartitionChanged):
         t = state.topic_by_id(event.topic_id)
         if t is not None:

@@ -11,8 +11,9 @@ topic name is created only when free and deleted only while live; collection ids
 reused; hold counts never go negative; ``collection:`` holds are the model's own):
 
 * ``controller_partitions`` / ``controller_replicas``: a topic is live from its TopicCreated until
-  a TopicDeleted of its id; a partition's leader/epochs/ISR are its latest PartitionChanged after
-  the creation, else the creation's.
+  a TopicDeleted of its id; its partitions are the creation's plus those of every later
+  PartitionsCreated of its id (CreatePartitions); a partition's leader/epochs/ISR are its latest
+  PartitionChanged after the creation, else the creating event's.
 * ``controller_topics``: per config name the last operation after the creation wins (creation
   configs, ``TopicConfigsAltered.set``, ``.deleted``); the sorted ``name=value;…`` string is built
   with one ``max(CASE …)`` per known topic config name joined by ``concat_ws`` — DuckDB and Spark
@@ -221,8 +222,9 @@ def to_rows(stream_id: str, st) -> dict:
 
 # SQL twin of ``actors.controller.topics.evolve`` for partitions (decider-written logs: a name is
 # created only when free and deleted only while live). A topic is live from its TopicCreated until
-# a TopicDeleted of its id; a partition's leader/epochs/ISR are its latest PartitionChanged after
-# the creation, else the creation's.
+# a TopicDeleted of its id; its partitions are the creation's plus those of later PartitionsCreated
+# events of its id; a partition's leader/epochs/ISR are its latest PartitionChanged after the
+# creation, else the creating event's.
 _VIEWS = [
     (
         "ctl_live_topics",
@@ -245,30 +247,61 @@ JOIN ev_controller_PartitionChanged ch
 GROUP BY t.stream_id, t.topic_id, ch."partition"
 """,
     ),
+    (
+        # every partition of a live topic: the creation's, plus those a later PartitionsCreated
+        # (CreatePartitions) of the same topic id added; ``created_at`` is the event that made it
+        "ctl_partition_specs",
+        """
+SELECT t.stream_id, t.topic_id, t.name, p."partition", p.leader, p.leader_epoch, p.partition_epoch, p.position AS created_at
+FROM ctl_live_topics t
+JOIN ev_controller_TopicCreated__partitions p ON p.stream_id = t.stream_id AND p.position = t.created_at
+UNION ALL
+SELECT t.stream_id, t.topic_id, t.name, p."partition", p.leader, p.leader_epoch, p.partition_epoch, p.position
+FROM ctl_live_topics t
+JOIN ev_controller_PartitionsCreated__partitions p
+  ON p.stream_id = t.stream_id AND p.topic_id = t.topic_id AND p.position > t.created_at
+""",
+    ),
+    (
+        "ctl_spec_lists",
+        """
+SELECT t.stream_id, t.topic_id, t.name, r."partition", 'replica' AS kind, r.idx2 AS idx, r.value AS broker_id
+FROM ctl_live_topics t
+JOIN ev_controller_TopicCreated__partitions__replicas r ON r.stream_id = t.stream_id AND r.position = t.created_at
+UNION ALL
+SELECT t.stream_id, t.topic_id, t.name, i."partition", 'isr', i.idx2, i.value
+FROM ctl_live_topics t
+JOIN ev_controller_TopicCreated__partitions__isr i ON i.stream_id = t.stream_id AND i.position = t.created_at
+UNION ALL
+SELECT t.stream_id, t.topic_id, t.name, r."partition", 'replica', r.idx2, r.value
+FROM ctl_live_topics t
+JOIN ev_controller_PartitionsCreated__partitions__replicas r
+  ON r.stream_id = t.stream_id AND r.topic_id = t.topic_id AND r.position > t.created_at
+UNION ALL
+SELECT t.stream_id, t.topic_id, t.name, i."partition", 'isr', i.idx2, i.value
+FROM ctl_live_topics t
+JOIN ev_controller_PartitionsCreated__partitions__isr i
+  ON i.stream_id = t.stream_id AND i.topic_id = t.topic_id AND i.position > t.created_at
+""",
+    ),
 ]
 
 _PARTITIONS_SQL = """
-SELECT t.stream_id, t.name AS topic, p."partition", t.topic_id,
+SELECT p.stream_id, p.name AS topic, p."partition", p.topic_id,
        COALESCE(ch.leader, p.leader) AS leader,
        COALESCE(ch.leader_epoch, p.leader_epoch) AS leader_epoch,
        COALESCE(ch.partition_epoch, p.partition_epoch) AS partition_epoch
-FROM ctl_live_topics t
-JOIN ev_controller_TopicCreated__partitions p ON p.stream_id = t.stream_id AND p.position = t.created_at
-LEFT JOIN ctl_last_change lc ON lc.stream_id = t.stream_id AND lc.topic_id = t.topic_id AND lc."partition" = p."partition"
+FROM ctl_partition_specs p
+LEFT JOIN ctl_last_change lc ON lc.stream_id = p.stream_id AND lc.topic_id = p.topic_id AND lc."partition" = p."partition"
 LEFT JOIN ev_controller_PartitionChanged ch
   ON ch.stream_id = lc.stream_id AND ch.position = lc.changed_at AND ch.topic_id = lc.topic_id AND ch."partition" = lc."partition"
 """
 
 _REPLICAS_SQL = """
-SELECT t.stream_id, t.name AS topic, r."partition", 'replica' AS kind, r.idx2 AS idx, r.value AS broker_id
-FROM ctl_live_topics t
-JOIN ev_controller_TopicCreated__partitions__replicas r ON r.stream_id = t.stream_id AND r.position = t.created_at
-UNION ALL
-SELECT t.stream_id, t.name, i."partition", 'isr', i.idx2, i.value
-FROM ctl_live_topics t
-JOIN ev_controller_TopicCreated__partitions__isr i ON i.stream_id = t.stream_id AND i.position = t.created_at
-LEFT JOIN ctl_last_change lc ON lc.stream_id = t.stream_id AND lc.topic_id = t.topic_id AND lc."partition" = i."partition"
-WHERE lc.changed_at IS NULL
+SELECT s.stream_id, s.name AS topic, s."partition", s.kind, s.idx, s.broker_id
+FROM ctl_spec_lists s
+LEFT JOIN ctl_last_change lc ON lc.stream_id = s.stream_id AND lc.topic_id = s.topic_id AND lc."partition" = s."partition"
+WHERE s.kind = 'replica' OR lc.changed_at IS NULL
 UNION ALL
 SELECT t.stream_id, t.name, c."partition", 'isr', c.idx, c.value
 FROM ctl_live_topics t
@@ -337,8 +370,8 @@ def _topics_sql(config_names) -> str:
 SELECT t.stream_id, t.name AS topic, t.topic_id, COALESCE(p.n, 0) AS partitions, COALESCE(c.configs, '') AS configs
 FROM ctl_live_topics t
 LEFT JOIN (
-  SELECT stream_id, position, count(*) AS n FROM ev_controller_TopicCreated__partitions GROUP BY stream_id, position
-) p ON p.stream_id = t.stream_id AND p.position = t.created_at
+  SELECT stream_id, topic_id, count(*) AS n FROM ctl_partition_specs GROUP BY stream_id, topic_id
+) p ON p.stream_id = t.stream_id AND p.topic_id = t.topic_id
 LEFT JOIN (
   SELECT stream_id, topic_id, {configs} AS configs FROM ctl_configs GROUP BY stream_id, topic_id
 ) c ON c.stream_id = t.stream_id AND c.topic_id = t.topic_id

@@ -104,6 +104,18 @@ def test_topics_configs_and_metadata(asys, sqlite_url):
     assert asys.ask(ctl, M.MetadataRequest(["orders"]), T).topics[0].error == "UNKNOWN_TOPIC_OR_PARTITION"
 
 
+def test_create_partitions_through_the_actor(asys, sqlite_url):
+    """CreatePartitionsRequest: PartitionsCreated is appended and folded before the reply, so
+    Metadata shows the new partitions at once; errors come back per topic."""
+    ctl, _ = start(asys, sqlite_url)
+    asys.ask(ctl, M.CreateTopicsRequest([tp.CreatableTopic("grow", 1)]), T)
+    r = asys.ask(ctl, M.CreatePartitionsRequest((tp.CreatePartitionsTopic("grow", 3), tp.CreatePartitionsTopic("nope", 2))), T)
+    assert isinstance(r, M.CreatePartitionsReply)
+    assert [(x.name, x.error) for x in r.results] == [("grow", "NONE"), ("nope", "UNKNOWN_TOPIC_OR_PARTITION")]
+    md = asys.ask(ctl, M.MetadataRequest(["grow"]), T)
+    assert [p.partition for p in md.topics[0].partitions] == [0, 1, 2]
+
+
 def test_metadata_auto_creates_topics(asys, sqlite_url):
     ctl, _ = start(asys, sqlite_url, **{"num.partitions": "2"})
     md = asys.ask(ctl, M.MetadataRequest(["auto"], allow_auto_topic_creation=True), T)
@@ -423,6 +435,9 @@ def _samples():
         M.DeleteAclsReply((AclDeleteResult(None, None, (AclBinding("TOPIC", "t", "LITERAL", "User:a", "*", "READ", "ALLOW"),)),), "x:2"),
         M.AclsRequest("x:1"),
         M.AclsReply("x:2", None),
+        # CreatePartitions (issue 16)
+        M.CreatePartitionsRequest((tp.CreatePartitionsTopic("t", 3, ((1,), (1,))),), True),
+        M.CreatePartitionsReply((tp.CreatePartitionsResult("t"), tp.CreatePartitionsResult("u", "INVALID_PARTITIONS", "m"))),
     ]
 
 

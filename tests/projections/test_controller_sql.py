@@ -65,6 +65,7 @@ _op = st.one_of(
     st.tuples(st.just("create_topic"), st.sampled_from(_NAMES), st.integers(1, 3),
               st.lists(st.tuples(st.integers(0, len(_TOPIC_CONFIGS) - 1), _small), max_size=3), st.booleans()),
     st.tuples(st.just("delete_topic"), _small),
+    st.tuples(st.just("create_partitions"), _small, st.integers(1, 2)),
     st.tuples(st.just("alter_topic"), _small,
               st.lists(st.tuples(st.integers(0, len(_TOPIC_CONFIGS) - 1), st.sampled_from(["SET", "SET", "DELETE", "APPEND"]), _small),
                        min_size=1, max_size=3)),
@@ -112,6 +113,11 @@ def _command(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
         tid = tp.new_topic_id(used_ids, rand=lambda: uuid.UUID(int=0x1000 + len(used_ids)))
         used_ids.add(tid)
         return tp.CreateTopics((tp.CreatableTopic(name, n, 2, configs=tuple(configs.items())),), False, ((name, tid),))
+    if kind == "create_partitions":
+        name = _pick(cs.topics.topics, op[1])
+        if name is None:
+            return None
+        return tp.CreatePartitions((tp.CreatePartitionsTopic(name, len(cs.topics.topics[name].partitions) + op[2]),))
     if kind == "delete_topic":
         name = _pick(cs.topics.topics, op[1])
         return tp.DeleteTopics((name,)) if name else None

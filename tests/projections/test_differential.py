@@ -709,6 +709,8 @@ def _controller_entries():
     create = st.tuples(st.just("create"), st.sampled_from(["a", "b", "c"]), st.integers(1, 3), brokers, st.integers(-1, 4))
     change = st.tuples(st.just("change"), st.integers(0, 5), st.integers(0, 5), brokers, st.integers(-1, 4), st.integers(0, 9))
     delete = st.tuples(st.just("delete"), st.integers(0, 5))
+    # CreatePartitions: a live topic grows by 1-2 partitions (PartitionsCreated)
+    grow = st.tuples(st.just("grow"), st.integers(0, 5), st.integers(1, 2), brokers, st.integers(-1, 4))
     # ACLs: created only when absent, deleted only when present (as the ACL decider writes them)
     binding = st.builds(
         ctl.AclBinding,
@@ -755,9 +757,16 @@ def _controller_entries():
             elif op[0] == "delete" and live:
                 name = sorted(live)[op[1] % len(live)]
                 out.append(("controller", ctl.TopicDeleted(live.pop(name)[0], name)))
+            elif op[0] == "grow" and live:
+                name = sorted(live)[op[1] % len(live)]
+                tid, n = live[name]
+                _, _, extra, reps, leader = op
+                parts = tuple(ctl.PartitionSpec(i, tuple(reps), tuple(reps[: 1 + i % len(reps)]), leader, 0, 0) for i in range(n, n + extra))
+                live[name] = (tid, n + extra)
+                out.append(("controller", ctl.PartitionsCreated(tid, name, parts)))
         return out
 
-    return st.lists(st.one_of(create, change, change, delete, acl_create, acl_delete), max_size=30).map(materialize)
+    return st.lists(st.one_of(create, change, change, delete, grow, acl_create, acl_delete), max_size=30).map(materialize)
 
 
 controller_logs = _controller_entries()

@@ -58,6 +58,22 @@ class FakeBackend:
             out[s.name] = (None, None, info)
         return out
 
+    def create_partitions(self, topics, validate_only):
+        out = {}
+        for name, count, assignments in topics:
+            info = self._topics.get(name)
+            if info is None:
+                out[name] = ("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+            elif count <= info.partitions:
+                out[name] = ("INVALID_PARTITIONS", f"Topic already has {info.partitions} partition(s).")
+            else:
+                out[name] = (None, None)
+                if not validate_only:
+                    for p in range(info.partitions, count):
+                        self._logs[(name, p)] = []
+                    self._topics[name] = TopicInfo(name, info.topic_id, count)
+        return out
+
     def delete_topics(self, names):
         out = {}
         for n in names:
@@ -123,6 +139,19 @@ class FakeBackend:
         if log is None:
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return None, (0 if timestamp == -2 else self._end(log)), -1
+
+    def delete_records(self, topic, partition, offset):
+        log = self._logs.get((topic, partition))
+        if log is None:
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1
+        hw = self._end(log)
+        target = hw if offset == -1 else offset
+        if target < 0 or target > hw:
+            return "OFFSET_OUT_OF_RANGE", -1
+        self.log_start = getattr(self, "log_start", {})
+        low = max(self.log_start.get((topic, partition), 0), target)
+        self.log_start[(topic, partition)] = low
+        return None, low
 
     def data_version(self):
         return self._appends
