@@ -26,6 +26,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from config import BROKER_DEFAULTS
 from events.base import DomainEvent
 from events.consumer_group import (
     ClassicGroupMetadataRecorded,
@@ -57,33 +58,37 @@ JOIN, SYNC = "join", "sync"
 NEW_MEMBER_JOIN_TIMEOUT_MS = 300_000
 
 
+def _default(key: str) -> int:
+    return int(BROKER_DEFAULTS[key])
+
+
 @dataclass(frozen=True)
 class ClassicConfig:
-    """Broker configs of classic groups (Kafka's keys and defaults, ``GroupCoordinatorConfig``):
-    ``group.min.session.timeout.ms``, ``group.max.session.timeout.ms``,
-    ``group.initial.rebalance.delay.ms``, ``group.max.size``, ``offset.metadata.max.bytes``."""
+    """Broker configs of classic groups (Kafka's keys, ``GroupCoordinatorConfig``; defaults from
+    ``config.BROKER_DEFAULTS``): ``group.min.session.timeout.ms``,
+    ``group.max.session.timeout.ms``, ``group.initial.rebalance.delay.ms``, ``group.max.size``,
+    ``offset.metadata.max.bytes`` (all ms or counts)."""
 
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1_800_000
-    initial_rebalance_delay_ms: int = 3000
-    max_size: int = 2**31 - 1
-    offset_metadata_max_bytes: int = 4096
+    min_session_timeout_ms: int = _default("group.min.session.timeout.ms")
+    max_session_timeout_ms: int = _default("group.max.session.timeout.ms")
+    initial_rebalance_delay_ms: int = _default("group.initial.rebalance.delay.ms")
+    max_size: int = _default("group.max.size")
+    offset_metadata_max_bytes: int = _default("offset.metadata.max.bytes")
 
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> "ClassicConfig":
         """Read the keys above from a broker config mapping (strings); missing keys keep the
         defaults. Raises ``ValueError`` for a non-integer value."""
-        d = cls()
 
-        def get(key: str, default: int) -> int:
-            return int(cfg.get(key, default))
+        def get(key: str) -> int:
+            return int(cfg.get(key, BROKER_DEFAULTS[key]))
 
         return cls(
-            get("group.min.session.timeout.ms", d.min_session_timeout_ms),
-            get("group.max.session.timeout.ms", d.max_session_timeout_ms),
-            get("group.initial.rebalance.delay.ms", d.initial_rebalance_delay_ms),
-            get("group.max.size", d.max_size),
-            get("offset.metadata.max.bytes", d.offset_metadata_max_bytes),
+            get("group.min.session.timeout.ms"),
+            get("group.max.session.timeout.ms"),
+            get("group.initial.rebalance.delay.ms"),
+            get("group.max.size"),
+            get("offset.metadata.max.bytes"),
         )
 
 
