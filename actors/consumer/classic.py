@@ -424,8 +424,7 @@ class ClassicGroup:
             self.leader = next((m.member_id for m in self.members.values() if m.awaiting_join), None)
         self.generation += 1
         if not self.members:
-            self.protocol = None
-            self.protocol_type = None
+            self.protocol = None  # the protocol type stays (ListGroups shows an Empty "consumer" group)
             self.leader = None
             self._transition(EMPTY, now_ms)
             out.events.append(self._metadata_event())
@@ -523,8 +522,8 @@ class ClassicGroup:
             self.members[mid] = m
             if group_instance_id:
                 self.static[group_instance_id] = mid
-            if self.protocol_type is None:
-                self.protocol_type = protocol_type
+            if len(self.members) == 1:
+                self.protocol_type = protocol_type  # the first member sets the group's type
             o = Outcome(parked=(JOIN, mid))
             if self.state == PREPARING:
                 self.new_member_during_delay = True
