@@ -99,3 +99,53 @@ def test_second_member_rebalances_to_disjoint_partitions(daemon_factory):
     assert {p for p, _, _ in got["a"]} <= pa and {p for p, _, _ in got["b"]} <= pb
     a.close()
     b.close()
+
+
+_MEMBER_SCRIPT = """
+import sys, time
+from confluent_kafka import Consumer
+c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "auto.offset.reset": "earliest",
+              "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+c.subscribe([sys.argv[3]])
+while True:
+    c.poll(0.2)
+    if c.assignment():
+        print("ASSIGNED", sorted(tp.partition for tp in c.assignment()), flush=True)
+"""
+
+
+def test_killed_member_is_removed_after_its_session_and_the_survivor_takes_all(daemon_factory, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    d = daemon_factory()
+    topic, group = f"cg-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(d.bootstrap, topic, 4)
+    script = tmp_path / "member.py"
+    script.write_text(_MEMBER_SCRIPT)
+    out = tmp_path / "member.out"
+    with open(out, "w") as fh:
+        proc = subprocess.Popen([sys.executable, str(script), d.bootstrap, group, topic], stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        a = consumer(d.bootstrap, group, **{"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+        a.subscribe([topic])
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            a.poll(0.2)
+            pa = {tp.partition for tp in a.assignment()}
+            if pa and len(pa) < 4 and "ASSIGNED" in out.read_text():
+                break
+        pa = {tp.partition for tp in a.assignment()}
+        assert pa and len(pa) < 4, (pa, out.read_text())  # the partitions are shared
+    finally:
+        proc.send_signal(signal.SIGKILL)  # no LeaveGroup: only the session timeout removes it
+        proc.wait(10)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and len(a.assignment()) < 4:
+        a.poll(0.2)
+    assert {tp.partition for tp in a.assignment()} == {0, 1, 2, 3}
+    values = [f"k{i}" for i in range(8)]
+    produce(d.bootstrap, topic, values, partitioner=lambda i: i % 4)
+    assert sorted(v for _, _, v in read(a, 8)) == sorted(values)
+    a.close()
