@@ -491,6 +491,22 @@ class ClassicGroup:
     def join(self, now_ms: int, *, member_id: str, group_instance_id: str | None, protocol_type: str,
              protocols: tuple[tuple[str, bytes], ...], session_timeout_ms: int, rebalance_timeout_ms: int,
              client_id: str = "", client_host: str = "", api_version: int = 9) -> Outcome:
+        """JoinGroup: :meth:`_join`; a join that creates the group and records nothing else
+        records the new Empty group (GMM ``classicGroupJoin``: "a new group whose join wrote
+        nothing writes an empty GroupMetadata record"), so it outlives a restart."""
+        was_new = not self.exists
+        out = self._join(now_ms, member_id=member_id, group_instance_id=group_instance_id, protocol_type=protocol_type,
+                         protocols=protocols, session_timeout_ms=session_timeout_ms,
+                         rebalance_timeout_ms=rebalance_timeout_ms, client_id=client_id, client_host=client_host,
+                         api_version=api_version)
+        if was_new and self.exists and not out.events:
+            out.events.append(ClassicGroupMetadataRecorded(
+                self.group_id, EMPTY, self.generation, None, None, None, self.state_timestamp_ms, ()))
+        return out
+
+    def _join(self, now_ms: int, *, member_id: str, group_instance_id: str | None, protocol_type: str,
+              protocols: tuple[tuple[str, bytes], ...], session_timeout_ms: int, rebalance_timeout_ms: int,
+              client_id: str = "", client_host: str = "", api_version: int = 9) -> Outcome:
         """JoinGroup (``classicGroupJoinToClassicGroup``). ``rebalance_timeout_ms`` -1 (v0) means
         the session timeout. Errors: INVALID_SESSION_TIMEOUT, UNKNOWN_MEMBER_ID (a non-empty id
         unknown to the group), INCONSISTENT_GROUP_PROTOCOL, MEMBER_ID_REQUIRED (v4+ dynamic

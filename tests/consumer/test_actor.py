@@ -54,7 +54,8 @@ def test_join_sync_commit_and_recover(asys, tmp_path):
     # the stream holds the generation and the commit
     log = open_event_log(url)
     evs = [decode_recorded(e) for e in log.read_stream(stream_id_for(G))]
-    assert [type(e) for e in evs] == [ClassicGroupMetadataRecorded, OffsetsCommitted]
+    assert [type(e) for e in evs] == [ClassicGroupMetadataRecorded, ClassicGroupMetadataRecorded, OffsetsCommitted]
+    assert [e.state for e in evs[:2]] == ["Empty", "Stable"]  # created by the first join, then generation 1
     # a fresh actor on the same log recovers the offsets and the Stable member
     asys.tell(a, ActorExitRequest())
     b = start(asys, url)

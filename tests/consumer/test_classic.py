@@ -245,3 +245,16 @@ def test_recovery_fold_restores_stable_group_and_offsets():
     assert r.members[a].assignment == b"A" and r.fetch_offsets(None)[0].offset == 7
     # the member that was there before the restart heartbeats and rejoins without a rebalance
     assert r.heartbeat(200, member_id=a, group_instance_id=None, generation=1).reply.error is None
+
+
+def test_a_join_that_creates_the_group_records_it():
+    g = group()
+    o = join(g, 5)
+    assert o.reply.error == "MEMBER_ID_REQUIRED"
+    [ev] = o.events
+    assert isinstance(ev, ClassicGroupMetadataRecorded) and (ev.state, ev.generation, ev.members) == (EMPTY, 0, ())
+    assert join(g, 6).events == []  # the group exists now: nothing more to record
+    r = group()
+    r.apply(ev)
+    assert r.exists and r.state == EMPTY
+    assert join(r, 7, "c-u9").reply.error == "UNKNOWN_MEMBER_ID"  # an id it never issued
