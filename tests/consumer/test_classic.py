@@ -258,3 +258,39 @@ def test_a_join_that_creates_the_group_records_it():
     r.apply(ev)
     assert r.exists and r.state == EMPTY
     assert join(r, 7, "c-u9").reply.error == "UNKNOWN_MEMBER_ID"  # an id it never issued
+
+
+def test_dynamic_members_join_with_max_size_and_required_known_member():  # GMMT #29
+    g = group(max_size=10)
+    ids = [join(g, 0, v=4).reply for _ in range(11)]
+    assert {r.error for r in ids} == {"MEMBER_ID_REQUIRED"} and g.state == EMPTY
+    results = {}
+    for r in ids:
+        o = join(g, 1, r.member_id, v=4)
+        if o.reply is not None:
+            results[r.member_id] = o.reply.error
+    t = 1
+    while g.state == PREPARING and t < 100_000:
+        t += 3000
+        for (_, mid), res in g.tick(t).replies:
+            results[mid] = res.error
+    assert sorted(results.values(), key=str) == sorted([None] * 10 + ["GROUP_MAX_SIZE_REACHED"], key=str)
+    assert g.state == COMPLETING and len(g.members) == 10
+
+
+def test_heartbeat_empty_group():  # GMMT testHeartbeatEmptyGroup (#39)
+    g = group()
+    a = stable_one(g)
+    g.leave(10, [LeaveMember(a)])
+    assert g.state == EMPTY
+    assert g.heartbeat(11, member_id=a, group_instance_id=None, generation=0).reply.error == "UNKNOWN_MEMBER_ID"
+
+
+def test_offset_commit_with_retention_time():  # OMMT testGenericGroupOffsetCommitWithRetentionTime (#57)
+    g = group()
+    a = stable_one(g)
+    o = g.commit(100, member_id=a, group_instance_id=None, generation=1, partitions=[CommitPartition("foo", 0, 100)],
+                 api_version=4, retention_ms=1234)
+    assert o.reply.partitions == (("foo", 0, None),)
+    assert o.events[0].offsets[0].expire_timestamp_ms == 100 + 1234
+    assert g.commit(100, member_id=a, group_instance_id=None, generation=1, partitions=[CommitPartition("foo", 0, 1)]).events[0].offsets[0].expire_timestamp_ms is None
