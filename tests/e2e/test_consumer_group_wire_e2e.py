@@ -1,8 +1,8 @@
 """The classic consumer-group APIs over raw kio requests on a real daemon: KIP-394
 MEMBER_ID_REQUIRED, a generation, SyncGroup, OffsetCommit (an unknown topic gets
 UNKNOWN_TOPIC_OR_PARTITION), OffsetFetch in its v7 (one group) and v8+ (several groups) forms,
-ListGroups listing the classic group with its state, a v3+ batch LeaveGroup, and INVALID_GROUP_ID
-for an empty group id."""
+ListGroups listing the classic group with its state, a v3+ batch LeaveGroup, INVALID_GROUP_ID
+for an empty group id, and INCONSISTENT_GROUP_PROTOCOL for a share group's id."""
 
 from __future__ import annotations
 
@@ -93,3 +93,12 @@ def test_classic_group_apis_over_the_wire(daemon_factory):
     assert _list_groups(d.port)[group] == ("classic", "consumer", "Empty")
     # the group is empty again: its old member is unknown, its offsets stay
     assert _join(d.port, group, mid).error_code == ErrorCode.unknown_member_id
+
+    # one type per group id: a share group's id cannot be joined as a consumer group
+    from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+
+    share = f"s-{uuid.uuid4().hex[:6]}"
+    hb = _ask(d.port, 76, 1, ShareGroupHeartbeatRequest(group_id=share, member_id=str(uuid.uuid4()), member_epoch=i32(0),
+                                                          rack_id=None, subscribed_topic_names=(topic,)))
+    assert hb.error_code == ErrorCode.none
+    assert _join(d.port, share, "").error_code == ErrorCode.inconsistent_group_protocol
