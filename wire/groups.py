@@ -41,7 +41,8 @@ def join_group(req: DecodedRequest, backend: Any, client_host: str = "") -> Any:
     gid = str(b.group_id or "")
     if not gid:
         return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("INVALID_GROUP_ID"), generation_id=i32(-1),
-                     protocol_type=None, protocol_name=None, leader="", member_id=str(b.member_id or ""), members=())
+                     protocol_type=None, protocol_name=None if req.api_version >= 7 else "", leader="",
+                     member_id=str(b.member_id or ""), members=())
     session = _ms(b.session_timeout)
     cmd = JoinGroupCmd(
         gid, str(b.member_id or ""), getattr(b, "group_instance_id", None), str(b.protocol_type or ""),
@@ -53,6 +54,7 @@ def join_group(req: DecodedRequest, backend: Any, client_host: str = "") -> Any:
                            metadata=x.metadata) for x in r.members)
     return build(
         cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), generation_id=i32(r.generation),
+        # v0-6: ProtocolName is not nullable ("" on errors)
         protocol_type=r.protocol_type, protocol_name=r.protocol if (r.protocol or req.api_version >= 7) else "",
         leader=r.leader, skip_assignment=r.skip_assignment, member_id=r.member_id, members=members,
     )
@@ -107,8 +109,10 @@ def leave_group(req: DecodedRequest, backend: Any) -> Any:
     err = r.error
     if req.api_version < 3 and err is None and r.members:
         err = r.members[0][2]  # v0-2: the one member's error is the response's
-    out = tuple(nested(cls, "MemberResponse", member_id=mid, group_instance_id=inst, error_code=error_code(e))
-                for mid, inst, e in r.members)
+    out = ()
+    if req.api_version >= 3:
+        out = tuple(nested(cls, "MemberResponse", member_id=mid, group_instance_id=inst, error_code=error_code(e))
+                    for mid, inst, e in r.members)
     return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(err), members=out)
 
 
