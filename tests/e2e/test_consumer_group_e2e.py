@@ -97,8 +97,13 @@ def test_second_member_rebalances_to_disjoint_partitions(daemon_factory):
                 got[name].append((msg.partition(), msg.offset(), msg.value().decode()))
     assert sorted(v for r in got.values() for _, _, v in r) == sorted(values)
     assert {p for p, _, _ in got["a"]} <= pa and {p for p, _, _ in got["b"]} <= pb
-    a.close()
+    # b leaves (LeaveGroup on close): a gets every partition well before b's session (45 s) ends
     b.close()
+    left_at = time.monotonic()
+    while time.monotonic() - left_at < 30 and len(a.assignment()) < 4:
+        a.poll(0.2)
+    assert {tp.partition for tp in a.assignment()} == {0, 1, 2, 3}
+    a.close()
 
 
 _MEMBER_SCRIPT = """
