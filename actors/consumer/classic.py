@@ -596,7 +596,6 @@ class ClassicGroup:
             out.replies.append(((JOIN, old_id), JoinGroupResult("FENCED_INSTANCE_ID", member_id=old_id)))
         if old.awaiting_sync:
             out.replies.append(((SYNC, old_id), SyncGroupResult("FENCED_INSTANCE_ID")))
-        old_protocols = old.protocols
         m = ClassicMember(new_id, instance_id, client_id, client_host, session_timeout_ms, rebalance_timeout_ms,
                           old.protocol_type, protocols, assignment=old.assignment, deadline_ms=now_ms + session_timeout_ms)
         self.members[new_id] = m
@@ -607,7 +606,7 @@ class ClassicGroup:
         was_leader = self.leader == old_id
         if was_leader:
             self.leader = new_id
-        if self.state == STABLE and self._select_protocol_after(old_protocols) == self.protocol:
+        if self.state == STABLE and self._selectable_protocol() == self.protocol:
             out.events.append(self._metadata_event())
             r = self._join_result(m, skip=was_leader)
             out.reply = r
@@ -619,7 +618,8 @@ class ClassicGroup:
         self._maybe_complete_join(now_ms, out)
         return out
 
-    def _select_protocol_after(self, _old: Any) -> str | None:
+    def _selectable_protocol(self) -> str | None:
+        """The protocol :meth:`_select_protocol` would pick now (``None``: no common one)."""
         try:
             return self._select_protocol()
         except IndexError:
