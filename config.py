@@ -74,6 +74,13 @@ BROKER_DEFAULTS: dict[str, str] = {
     # guard (issue 13): the listener process's malloc (wire/memory.py)
     "shoal.malloc.arena.max": "1",
     "shoal.malloc.trim.interval.ms": "5000",
+    # -- consumer groups (issue 16): the classic protocol and committed offsets
+    #    (Kafka's GroupCoordinatorConfig keys and defaults; actors/consumer/classic.py)
+    "group.min.session.timeout.ms": "6000",
+    "group.max.session.timeout.ms": "1800000",
+    "group.initial.rebalance.delay.ms": "3000",
+    "group.max.size": "2147483647",
+    "offset.metadata.max.bytes": "4096",
 }
 
 

@@ -404,14 +404,16 @@ def incremental_alter_configs(req: DecodedRequest, backend: Backend) -> Any:
 
 
 def list_groups(req: DecodedRequest, backend: Backend) -> Any:
-    """ListGroups (v5 filters by state and type; share groups have type ``share`` and
-    protocol type ``share``)."""
+    """ListGroups (v5 filters by state and type). The backend's rows are ``(group id, type,
+    state)`` or ``(group id, type, state, protocol type)``: share groups have type ``share`` and
+    protocol type ``share``; classic consumer groups type ``classic`` and protocol type
+    ``consumer`` (Kafka's ``ListGroupsResponse``)."""
     cls = response_class(16, req.api_version)
     types = [str(t) for t in getattr(req.body, "types_filter", ())]
     states = [str(s) for s in getattr(req.body, "states_filter", ())]
     groups = tuple(
-        nested(cls, "ListedGroup", group_id=g, protocol_type=gtype, group_state=state, group_type=gtype)
-        for g, gtype, state in backend.list_groups(types, states)
+        nested(cls, "ListedGroup", group_id=row[0], protocol_type=row[3] if len(row) > 3 else row[1], group_state=row[2], group_type=row[1])
+        for row in backend.list_groups(types, states)
     )
     return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.none, groups=groups)
 

@@ -35,6 +35,9 @@ import uuid
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
+from actors.consumer.classic import HeartbeatResult as ClassicHeartbeatResult
+from actors.consumer.classic import JoinGroupResult, LeaveGroupResult, OffsetCommitResult
+from actors.consumer.classic import SyncGroupResult as ClassicSyncResult
 from actors.controller.acls import CLUSTER_NAME, AclSet, parse_super_users
 from actors.controller.scram import AlterResult
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchPartition, ShareFetchResult, TopicInfo, TopicSpec
@@ -224,6 +227,12 @@ class AuthorizingBackend:
     share_group_describe          DESCRIBE group → GROUP_AUTHORIZATION_FAILED
     share_group_offsets           DESCRIBE group → GROUP_AUTHORIZATION_FAILED; DESCRIBE topic →
                                   per partition TOPIC_AUTHORIZATION_FAILED
+    consumer_join/sync/heartbeat/ READ group → GROUP_AUTHORIZATION_FAILED
+    leave (11/14/12/13)
+    consumer_commit (8)           READ group → GROUP_AUTHORIZATION_FAILED; READ topic → per
+                                  partition TOPIC_AUTHORIZATION_FAILED
+    consumer_fetch_offsets (9)    DESCRIBE group → GROUP_AUTHORIZATION_FAILED; DESCRIBE topic →
+                                  per partition TOPIC_AUTHORIZATION_FAILED (all: left out)
     describe_user_scram_          DESCRIBE cluster → CLUSTER_AUTHORIZATION_FAILED (the response)
     credentials (50)
     alter_user_scram_             ALTER cluster → CLUSTER_AUTHORIZATION_FAILED for every user
@@ -424,6 +433,60 @@ class AuthorizingBackend:
             else:
                 out.append((tname, tid, [(p, -1, "TOPIC_AUTHORIZATION_FAILED") for p, _so, _e in parts]))
         return err, msg, out
+
+    # -- classic consumer groups (issue 16; KafkaApis handleJoinGroupRequest … handleOffsetFetchRequest)
+    def consumer_join(self, cmd):
+        """READ on the group → GROUP_AUTHORIZATION_FAILED."""
+        if not self._ok("READ", "GROUP", cmd.group_id):
+            return JoinGroupResult("GROUP_AUTHORIZATION_FAILED", member_id=cmd.member_id)
+        return self.inner.consumer_join(cmd)
+
+    def consumer_sync(self, cmd):
+        """READ on the group → GROUP_AUTHORIZATION_FAILED."""
+        if not self._ok("READ", "GROUP", cmd.group_id):
+            return ClassicSyncResult("GROUP_AUTHORIZATION_FAILED")
+        return self.inner.consumer_sync(cmd)
+
+    def consumer_heartbeat(self, cmd):
+        """READ on the group → GROUP_AUTHORIZATION_FAILED."""
+        if not self._ok("READ", "GROUP", cmd.group_id):
+            return ClassicHeartbeatResult("GROUP_AUTHORIZATION_FAILED")
+        return self.inner.consumer_heartbeat(cmd)
+
+    def consumer_leave(self, cmd):
+        """READ on the group → GROUP_AUTHORIZATION_FAILED (top level)."""
+        if not self._ok("READ", "GROUP", cmd.group_id):
+            return LeaveGroupResult("GROUP_AUTHORIZATION_FAILED")
+        return self.inner.consumer_leave(cmd)
+
+    def consumer_commit(self, cmd):
+        """READ on the group (else every partition GROUP_AUTHORIZATION_FAILED); READ on each
+        topic (denied partitions TOPIC_AUTHORIZATION_FAILED, not committed)."""
+        if not self._ok("READ", "GROUP", cmd.group_id):
+            return OffsetCommitResult(tuple((p.topic, p.partition, "GROUP_AUTHORIZATION_FAILED") for p in cmd.partitions))
+        allowed = {t for t in {p.topic for p in cmd.partitions} if self._ok("READ", "TOPIC", t)}
+        ok = tuple(p for p in cmd.partitions if p.topic in allowed)
+        got = {}
+        if ok:
+            got = {(t, q): e for t, q, e in self.inner.consumer_commit(replace(cmd, partitions=ok)).partitions}
+        return OffsetCommitResult(tuple(
+            (p.topic, p.partition, got.get((p.topic, p.partition), "TOPIC_AUTHORIZATION_FAILED")) for p in cmd.partitions))
+
+    def consumer_fetch_offsets(self, group: str, partitions):
+        """DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED); DESCRIBE on each topic:
+        requested partitions of denied topics answer TOPIC_AUTHORIZATION_FAILED, and "all
+        offsets" leaves denied topics out."""
+        if not self._ok("DESCRIBE", "GROUP", group):
+            return "GROUP_AUTHORIZATION_FAILED", []
+        err, offsets = self.inner.consumer_fetch_offsets(group, partitions)
+        ok: dict[str, bool] = {}
+        out = []
+        for o in offsets:
+            if ok.setdefault(o.topic, self._ok("DESCRIBE", "TOPIC", o.topic)):
+                out.append(o)
+            elif partitions is not None:
+                out.append(replace(o, offset=-1, leader_epoch=-1, metadata="", error="TOPIC_AUTHORIZATION_FAILED"))
+        return err, out
 
     # -- SCRAM credentials (KIP-554) ----------------------------------------------------------
     def describe_user_scram_credentials(self, users):

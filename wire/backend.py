@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from actors.controller.scram import AlterResult, DescribeResult, ScramCredential, ScramDeletion, ScramUpsertion
 
@@ -259,6 +259,26 @@ class Backend(Protocol):
 
     def share_group_offsets(self, group: str, topics: Sequence[tuple[str, list[int]]] | None) -> tuple[str | None, str | None, list]:
         """DescribeShareGroupOffsets: ``(error, message, [(topic, topic id, [(partition, start offset, error)])])``."""
+
+    # -- classic consumer groups (issue 16): commands and results of actors.consumer
+    def consumer_join(self, cmd: Any) -> Any:
+        """JoinGroup (``JoinGroupCmd`` → ``JoinGroupResult``); may wait for the rebalance."""
+
+    def consumer_sync(self, cmd: Any) -> Any:
+        """SyncGroup (``SyncGroupCmd`` → ``SyncGroupResult``); may wait for the leader."""
+
+    def consumer_heartbeat(self, cmd: Any) -> Any:
+        """Heartbeat (``HeartbeatCmd`` → ``HeartbeatResult``)."""
+
+    def consumer_leave(self, cmd: Any) -> Any:
+        """LeaveGroup (``LeaveGroupCmd`` → ``LeaveGroupResult``)."""
+
+    def consumer_commit(self, cmd: Any) -> Any:
+        """OffsetCommit (``OffsetCommitCmd`` → ``OffsetCommitResult``, unknown topics
+        UNKNOWN_TOPIC_OR_PARTITION)."""
+
+    def consumer_fetch_offsets(self, group: str, partitions: Sequence[tuple[str, int]] | None) -> tuple[str | None, list]:
+        """OffsetFetch → ``(group error, [FetchedOffset])`` (``None``: all committed offsets)."""
 
 
 @dataclass(frozen=True, slots=True)

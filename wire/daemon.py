@@ -28,11 +28,13 @@ import signal
 import threading
 import time
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from actors.watchdog.liveness import boot_id, daemon_alive, observe_process, read_cmdline, session_members
-from wire import authz, controller_client, share_client
+from actors.consumer.classic import OffsetCommitResult
+from wire import authz, consumer_client, controller_client, share_client
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchResult, TopicInfo, TopicSpec
 from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
@@ -62,8 +64,10 @@ class ShoalBackend:
     ``controller``: a :class:`wire.controller_client.ControllerClient`; ``shares``: a
     :class:`wire.share_client.ShareClient`; ``logs``: the :class:`LogRegistry`."""
 
-    def __init__(self, cfg: Mapping[str, str], controller: Any, shares: Any, logs: LogRegistry, host: str, port: int) -> None:
+    def __init__(self, cfg: Mapping[str, str], controller: Any, shares: Any, logs: LogRegistry, host: str, port: int, consumers: Any = None) -> None:
         self.cfg = dict(cfg)
+        #: the :class:`wire.consumer_client.ConsumerGroupClient` (classic consumer groups)
+        self.consumers = consumers
         self.node_id = int(cfg.get("node.id", "1"))
         self.host = host
         self.port = port
@@ -126,10 +130,14 @@ class ShoalBackend:
         return err, msg
 
     def list_groups(self, types: Sequence[str], states: Sequence[str]):
-        """ListGroups: share groups only (type ``share``), filtered by type and state."""
-        if types and not any(t.lower() == "share" for t in types):
-            return []
-        rows = self.shares.list_groups()
+        """ListGroups: share groups (type ``share``) and classic consumer groups (type ``classic``,
+        protocol type ``consumer``), filtered by type and state (case-insensitive, as Kafka)."""
+        wanted_types = {t.lower() for t in types}
+        rows: list = []
+        if not wanted_types or "share" in wanted_types:
+            rows.extend(self.shares.list_groups())
+        if self.consumers is not None and (not wanted_types or "classic" in wanted_types):
+            rows.extend(self.consumers.list_groups())
         if states:
             wanted = {s.lower() for s in states}
             rows = [r for r in rows if r[2].lower() in wanted]
@@ -224,6 +232,39 @@ class ShoalBackend:
     def share_group_offsets(self, group: str, topics):
         """DescribeShareGroupOffsets of one group."""
         return self.shares.offsets(group, topics)
+
+    # -- classic consumer groups (issue 16) ------------------------------------------------------
+    def consumer_join(self, cmd):
+        """JoinGroup → the group's ConsumerGroupActor (may wait for the rebalance)."""
+        return self.consumers.join(cmd)
+
+    def consumer_sync(self, cmd):
+        """SyncGroup → the group's actor (may wait for the leader's assignment)."""
+        return self.consumers.sync(cmd)
+
+    def consumer_heartbeat(self, cmd):
+        """Heartbeat → the group's actor."""
+        return self.consumers.heartbeat(cmd)
+
+    def consumer_leave(self, cmd):
+        """LeaveGroup → the group's actor."""
+        return self.consumers.leave(cmd)
+
+    def consumer_commit(self, cmd):
+        """OffsetCommit: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION here and are
+        never sent to the coordinator (``KafkaApis.handleOffsetCommitRequest``); the rest go to
+        the group's actor. Returns an ``OffsetCommitResult`` in request order."""
+        known = tuple(p for p in cmd.partitions if self._known(p.topic, p.partition))
+        got: dict = {}
+        if known:
+            r = self.consumers.commit(replace(cmd, partitions=known))
+            got = {(t, p): e for t, p, e in r.partitions}
+        return OffsetCommitResult(tuple(
+            (p.topic, p.partition, got.get((p.topic, p.partition), "UNKNOWN_TOPIC_OR_PARTITION")) for p in cmd.partitions))
+
+    def consumer_fetch_offsets(self, group: str, partitions):
+        """OffsetFetch → ``(group error, [FetchedOffset])``."""
+        return self.consumers.fetch_offsets(group, partitions)
 
     # -- status -------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
@@ -325,10 +366,11 @@ class Daemon:
             controller = controller_client.start(self.asys, self.gateway, self.cfg, journal)
             self.logs._topic_config = controller.topic_config  # noqa: SLF001 - wiring
             shares = share_client.ShareClient(self.gateway, controller, self.logs, self.cfg, journal, self.asys)
+            consumers = consumer_client.ConsumerGroupClient(self.gateway, controller, self.cfg)
             self._start_remote_log_manager(controller)
             specs = parse_listeners(self.cfg)
             first = specs[0]
-            self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port)
+            self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port, consumers)
             authorizer = authz.from_config(self.cfg, controller)  # authorizer.class.name (acls)
             dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
             self.dispatcher = dispatcher

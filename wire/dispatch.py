@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import acls, admin, authz, records, sasl, scram, share
+from wire import acls, admin, authz, groups, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response, preload
 from wire.server import Connection, Dispatcher
@@ -58,6 +58,14 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls
+    # classic consumer groups and committed offsets (issue 16): Kafka 4's ranges, which cover
+    # what librdkafka 2.16 sends
+    8: (2, 9),  # OffsetCommit
+    9: (1, 9),  # OffsetFetch (v8+: several groups)
+    11: (2, 9),  # JoinGroup (v4+: KIP-394 MEMBER_ID_REQUIRED)
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup (v3+: batch)
+    14: (0, 5),  # SyncGroup
 }
 
 API_NAMES = {
@@ -88,7 +96,19 @@ API_NAMES = {
     29: "DescribeAcls",
     30: "CreateAcls",
     31: "DeleteAcls",
+    8: "OffsetCommit",
+    9: "OffsetFetch",
+    11: "JoinGroup",
+    12: "Heartbeat",
+    13: "LeaveGroup",
+    14: "SyncGroup",
 }
+
+
+def _peer_host(conn: Any) -> str:
+    """The client's host (``conn.peer[0]``), "" when unknown (JoinGroup's member client host)."""
+    peer = getattr(conn, "peer", None)
+    return str(peer[0]) if peer else ""
 
 
 class KafkaDispatcher(Dispatcher):
@@ -148,6 +168,13 @@ class KafkaDispatcher(Dispatcher):
             29: lambda r, c: acls.describe_acls(r, self.authorizer),
             30: lambda r, c: acls.create_acls(r, self.authorizer),
             31: lambda r, c: acls.delete_acls(r, self.authorizer),
+            # classic consumer groups (issue 16)
+            8: lambda r, c: groups.offset_commit(r, backend),
+            9: lambda r, c: groups.offset_fetch(r, backend),
+            11: lambda r, c: groups.join_group(r, backend, _peer_host(c)),
+            12: lambda r, c: groups.heartbeat(r, backend),
+            13: lambda r, c: groups.leave_group(r, backend),
+            14: lambda r, c: groups.sync_group(r, backend),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:

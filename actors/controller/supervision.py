@@ -23,6 +23,8 @@ __all__ = ["ChildRecord", "ChildSpec", "DEFAULT_CHILD_KINDS", "Supervisor"]
 DEFAULT_CHILD_KINDS: dict[str, str] = {
     "share": "actors.share.actor.ShareGroupActor",
     "rlmm": "actors.rlmm.actor.RlmmPartitionActor",
+    # consumer groups (classic protocol, issue 16)
+    "consumer": "actors.consumer.actor.ConsumerGroupActor",
 }
 
 

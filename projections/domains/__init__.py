@@ -15,7 +15,9 @@ rlmm           ``actors.rlmm.store.MetadataPartitionState``    segments, segment
                                                                (the leader-epoch index is Python-only)
 controller     ``actors.controller.state.evolve``              topics, configs, partitions, replicas/ISR,
                                                                holds, dependencies, frontiers, producer ids
+consumer_group ``actors.consumer.classic.ClassicGroup.apply``    groups, members (last GroupMetadata),
+                                                               committed offsets (last per partition)
 =============  ==============================================  ==========================================
 """
 
-from projections.domains import controller, rlmm, share, share_group  # noqa: F401
+from projections.domains import consumer_group, controller, rlmm, share, share_group  # noqa: F401

@@ -784,3 +784,50 @@ def test_controller_duckdb_equals_python(tmp_path, entries):
 @given(entries=controller_logs)
 def test_controller_spark_equals_python(tmp_path, spark_session, entries):
     assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["controller"]))
+
+
+# ----------------------------------------------------------------------------- consumer groups (classic)
+
+
+def _consumer_group_events():
+    from events import consumer_group as cg
+
+    member = st.builds(
+        cg.ClassicMemberMetadata, st.sampled_from(["m1", "m2", "m3"]), st.one_of(st.none(), st.just("i1")),
+        st.sampled_from(["c", "d"]), st.just("127.0.0.1"), st.integers(6000, 45000), st.integers(6000, 300000),
+        st.binary(max_size=4), st.binary(max_size=4),
+    )
+    members = st.lists(member, max_size=3, unique_by=lambda m: m.member_id).map(lambda ms: tuple(sorted(ms, key=lambda m: m.member_id)))
+    metadata = st.builds(
+        lambda gen, ms, proto, ts: cg.ClassicGroupMetadataRecorded(
+            "g", "Stable" if ms else "Empty", gen, "consumer" if ms else None, proto if ms else None,
+            ms[0].member_id if ms else None, ts, ms),
+        st.integers(0, 20), members, st.sampled_from(["range", "roundrobin"]), st.integers(0, 10**6),
+    )
+    offset = st.builds(
+        cg.CommittedOffset, st.sampled_from(["tA", "tB"]), st.integers(0, 2), st.integers(0, 10**6),
+        st.integers(-1, 5), st.sampled_from(["", "md", "x"]), st.integers(0, 10**6),
+    )
+    commits = st.builds(
+        cg.OffsetsCommitted, st.just("g"), st.sampled_from(["", "m1"]), st.integers(-1, 20),
+        st.lists(offset, min_size=1, max_size=4).map(tuple),
+    )
+    return st.one_of(metadata, commits)
+
+
+consumer_group_logs = st.lists(
+    st.tuples(st.sampled_from(["consumer-group:g1", "consumer-group:g2"]), _consumer_group_events()), min_size=0, max_size=30
+)
+
+
+@SETTINGS
+@given(entries=consumer_group_logs)
+def test_consumer_group_duckdb_equals_python(tmp_path, entries):
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["consumer_group"]))
+
+
+@pytest.mark.spark
+@SPARK_SETTINGS
+@given(entries=consumer_group_logs)
+def test_consumer_group_spark_equals_python(tmp_path, spark_session, entries):
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["consumer_group"]))

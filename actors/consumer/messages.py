@@ -1,0 +1,121 @@
+"""Messages of the :class:`~actors.consumer.actor.ConsumerGroupActor` (frozen dataclasses,
+pickled by Thespian). One command per Kafka request; the replies are the decider's result types
+(:mod:`actors.consumer.classic`: ``JoinGroupResult``, ``SyncGroupResult``, ``HeartbeatResult``,
+``LeaveGroupResult``, ``OffsetCommitResult``) plus :class:`OffsetFetchReply` and
+:class:`ConsumerGroupSummary`. Any command may also be answered ``NotReady`` (recovering) or
+``Failure`` (append refused: COORDINATOR_NOT_AVAILABLE / NOT_COORDINATOR)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from actors.consumer.classic import CommitPartition, FetchedOffset, LeaveMember
+
+__all__ = [
+    "ConsumerGroupSummary",
+    "DescribeConsumerGroup",
+    "HeartbeatCmd",
+    "JoinGroupCmd",
+    "LeaveGroupCmd",
+    "OffsetCommitCmd",
+    "OffsetFetchCmd",
+    "OffsetFetchReply",
+    "SyncGroupCmd",
+]
+
+
+@dataclass(frozen=True)
+class JoinGroupCmd:
+    """JoinGroup (11): ``protocols`` ``(name, metadata)`` in preference order; timeouts in ms
+    (``rebalance_timeout_ms`` -1 for v0). Answered when the generation completes (parked)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: tuple[tuple[str, bytes], ...]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str
+    client_host: str
+    api_version: int
+
+
+@dataclass(frozen=True)
+class SyncGroupCmd:
+    """SyncGroup (14): the leader's ``assignments`` (member id → bytes); others send none.
+    Answered when the leader's assignment is stored (parked in CompletingRebalance)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    generation: int
+    protocol_type: str | None
+    protocol: str | None
+    assignments: tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class HeartbeatCmd:
+    """Heartbeat (12)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    generation: int
+
+
+@dataclass(frozen=True)
+class LeaveGroupCmd:
+    """LeaveGroup (13): one member (v0-2) or a batch (v3+)."""
+
+    group_id: str
+    members: tuple[LeaveMember, ...]
+
+
+@dataclass(frozen=True)
+class OffsetCommitCmd:
+    """OffsetCommit (8) of partitions of known topics (the wire answers unknown ones itself);
+    ``retention_ms`` -1 unless v2-v4 carried one."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    generation: int
+    partitions: tuple[CommitPartition, ...]
+    api_version: int
+    retention_ms: int = -1
+
+
+@dataclass(frozen=True)
+class OffsetFetchCmd:
+    """OffsetFetch (9): ``partitions`` ``(topic, partition)`` or ``None`` for all."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...] | None
+
+
+@dataclass(frozen=True)
+class OffsetFetchReply:
+    """The committed offsets asked for (:class:`FetchedOffset`, -1 when none)."""
+
+    offsets: tuple[FetchedOffset, ...]
+
+
+@dataclass(frozen=True)
+class DescribeConsumerGroup:
+    """Ask the group's state (ListGroups)."""
+
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupSummary:
+    """``state`` (ClassicGroupState display name), ``protocol_type`` ("" when none), ``exists``
+    (False: nothing was ever recorded for the group), member count."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    exists: bool
+    members: int
