@@ -290,21 +290,26 @@ class ShareClient:
 
     def _next_lock_due(self, group: str, now: float) -> float | None:
         """The earliest acquisition-lock deadline of ``group`` still ahead of ``now`` (monotonic
-        seconds), or ``None``; deadlines at or before ``now`` are dropped and reported as ``now``
-        (once each), so the caller asks the actor, which expires those locks."""
+        seconds), or ``None``. Deadlines at or before ``now`` are dropped and count as records
+        freed (:meth:`_freed`): every long poll of the group ends and asks the actor, which expires
+        those locks and may hand the records out again."""
+        expired = False
         with self._lock:
             heap = self._lock_due.get(group)
-            if not heap:
-                return None
-            if heap[0] <= now:
-                while heap and heap[0] <= now:
-                    heapq.heappop(heap)
-                return now
-            return heap[0]
+            while heap and heap[0] <= now:
+                heapq.heappop(heap)
+                expired = True
+            due = heap[0] if heap else None
+        if expired:
+            self._freed(group)
+        return due
 
     def _maybe_wait(self, group: str, parts: set[tuple[str, int]], names: dict[str, str], max_wait_ms: int) -> None:
         """Long poll before asking: while every session partition's next fetch offset is known
-        and at the high watermark, wait for an append (up to ``max_wait_ms``). The wait holds no
+        and at the high watermark, wait (up to ``max_wait_ms``) for an append, records of the group
+        freed (:meth:`_freed`) or the earliest acquisition lock of the group to expire
+        (:meth:`_next_lock_due`); the version and the free count are read before the checks, so
+        an event between a check and the sleep is not lost. The wait holds no
         ``queued.max.requests`` slot (:func:`wire.quotas.parked`; Kafka's ``DelayedShareFetch``
         waits in purgatory, outside the request queue)."""
         if max_wait_ms <= 0 or not parts:
@@ -330,10 +335,8 @@ class ShareClient:
             remaining = deadline - now
             if not idle or remaining <= 0:
                 return
-            due = self._next_lock_due(group, now)
+            due = self._next_lock_due(group, now)  # an expired lock counts as a free (checked above)
             if due is not None:
-                if due <= now:
-                    return  # a lock of the group expired: the actor may release records to acquire
                 remaining = min(remaining, due - now)
             with parked():
                 self.logs.wait(max(1, math.ceil(remaining * 1000)), seen)

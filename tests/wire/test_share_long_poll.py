@@ -8,6 +8,8 @@ again) long before that — a lost wakeup leaves the thread waiting and the test
 from __future__ import annotations
 
 import threading
+import time
+import types
 
 import pytest
 
@@ -158,14 +160,37 @@ def test_accept_does_not_wake_long_polls(logs):
     assert logs.data_version() == before + 1
 
 
-def test_an_expiring_acquisition_lock_ends_the_wait(logs):
-    """a's records are locked for 50 ms; b's fetch waiting 10 minutes asks the actor again when
-    the lock expires (the actor expires it and may hand the records to b)."""
-    sc, gw = _client(logs, Actor(lock_ms=50))
-    th = threading.Thread(target=sc.fetch, args=("g", "b", 1, [], [], [], 500, FOREVER_MS), daemon=True)
+def test_an_expiring_acquisition_lock_ends_every_wait_of_the_group(logs, monkeypatch):
+    """a's records are locked for 60 s (the listener's clock is a fake here); the fetches of b and
+    c, each waiting 10 minutes, ask the actor again once the lock has expired (the actor expires
+    it and may hand the records out) — both of them, not only the first to notice."""
+    clock = [1000.0]
+    monkeypatch.setattr("wire.share_client.time", types.SimpleNamespace(monotonic=lambda: clock[0], time=time.time))
+    sc, gw = _client(logs, Actor(lock_ms=60_000))
+    sc.fetch("g", "c", 0, [(TID, 0)], [], [], 500, 0)
     sent = len(gw.sent)
-    th.start()
-    assert _answered(th, gw, sent)
+    waits, both_waiting = [], threading.Event()
+    real_wait = logs.wait
+
+    def wait(timeout_ms, since=None):
+        waits.append(timeout_ms)
+        if len(waits) >= 2:
+            both_waiting.set()
+        real_wait(timeout_ms, since)
+
+    logs.wait = wait
+    ths = [threading.Thread(target=sc.fetch, args=("g", mid, 1, [], [], [], 500, FOREVER_MS), daemon=True) for mid in ("b", "c")]
+    for th in ths:
+        th.start()
+    assert both_waiting.wait(JOIN_S)
+    assert waits[:2] == [60_000, 60_000]  # each sleeps until the lock deadline, not MaxWaitMs
+    assert len(gw.sent) == sent
+    clock[0] += 60.001  # the lock expires …
+    logs.notify()  # … and the sleepers wake (in real time they time out at the deadline)
+    for th in ths:
+        th.join(JOIN_S)
+    assert not any(th.is_alive() for th in ths)
+    assert sorted(msg.member_id for msg in gw.sent[sent:]) == ["b", "c"]
 
 
 def test_wait_notify_wakes_a_waiter(logs):
