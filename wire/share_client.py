@@ -23,6 +23,10 @@ group freed without an append — an acknowledgement with RELEASE, a closed shar
 member leaving the group, answered on any connection of this listener (:meth:`ShareClient._freed`)
 — or the acquisition lock of records this listener handed out expiring (the wait's deadline is
 the earliest such lock deadline, so the next ask lets the actor expire the locks and acquire).
+A member fenced for missing heartbeats frees its records in the actor without a request: a
+waiting fetch finds them at the next append or lock deadline (with Kafka's defaults the locks,
+30 s, expire before the session, 45 s). A next fetch offset that moves back in a reply is no
+signal: replies of concurrent requests reach the listener's threads in any order.
 
 The wire mirrors each member's share-session partition set (the actor owns the real session and
 its epoch): ShareFetch requests are incremental and name only added partitions.
@@ -228,13 +232,10 @@ class ShareClient:
         out = []
         for pr in r.partitions:
             key = (group, pr.topic_id, pr.partition)
-            before = self._next.get(key, -1)
             if pr.refetch_from is not None:
                 self._next[key] = pr.refetch_from
             elif pr.next_fetch_offset is not None and pr.next_fetch_offset >= 0:
                 self._next[key] = pr.next_fetch_offset
-            if 0 <= self._next.get(key, -1) < before:
-                freed = True  # records below the cached offset are acquirable again (e.g. locks expired)
             if pr.acquired:
                 self._lock_expires(group, lock_s)
             if pr.reset_timestamp_ms is not None and names.get(pr.topic_id):
@@ -270,8 +271,8 @@ class ShareClient:
 
     def _freed(self, group: str) -> None:
         """Records of ``group`` may have become acquirable without an append (a RELEASE
-        acknowledgement, a closed share session, a member that left, a next fetch offset that moved
-        back): end every long poll of this listener so that waiting ShareFetches of the group ask
+        acknowledgement, a closed share session, a member that left, an acquisition lock that
+        expired): end every long poll of this listener so that waiting ShareFetches of the group ask
         the actor now (:meth:`_maybe_wait`). Called after the actor's answer, i.e. once the
         decision is durable."""
         with self._lock:
