@@ -23,7 +23,8 @@ Figures:
   actor processes are counted once per process) and ``daemon_pss_mb_all_processes`` (proportional
   set size: shared pages divided among their sharers — the memory the daemon really uses).
 
-Run: ``.venv/bin/python bench/e2e.py [--records N]``.
+Run: ``.venv/bin/python bench/e2e.py [--records N]``; only the latency (issue 14: 2 consumers,
+1 partition, 1,000 records/s for 10 s, ``linger.ms=0``): ``bench/e2e.py --latency-only [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -125,53 +126,66 @@ from confluent_kafka import ShareConsumer, AcknowledgeType
 bs, topic, group, n, commit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "commit"
 c = ShareConsumer({"bootstrap.servers": bs, "group.id": group, "share.acknowledgement.mode": "explicit"})
 c.subscribe([topic])
-lat = []; deadline = time.time() + 120
+lat = []; deadline = time.time() + 120; last = None
 print("ready", flush=True)
-while len(lat) < n and time.time() < deadline:
+while len(lat) < n and time.time() < deadline and not (last and time.time() - last > 3):
     ms = c.poll(0.1)
     now = time.time()
     for m in ms:
         if m.error(): continue
-        lat.append((now - float(m.value().decode())) * 1000); c.acknowledge(m, AcknowledgeType.ACCEPT)
+        lat.append((now - float(m.value().decode())) * 1000); c.acknowledge(m, AcknowledgeType.ACCEPT); last = now
     if ms and commit: c.commit_async()
 c.close()
 print(json.dumps(lat))
 """
+"""One latency ShareConsumer as a ``python -c`` script: argv is bootstrap, topic, group, the
+number of records to expect (it stops earlier when nothing came for 3 s after the first record,
+as when other consumers of the group took the rest) and ``commit`` or ``next-fetch``. Prints the
+produce-to-deliver latency of each record it got (ms, JSON list)."""
 
 
-def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5, commit_per_poll: bool = True) -> dict:
-    """p50/p99 produce-to-deliver latency (ms) of a paced Producer (``rate`` records/s) to one
-    ShareConsumer in another process (clocks: the same machine). The consumer acknowledges every
-    record explicitly (ACCEPT); with ``commit_per_poll`` it also calls ``commit_async()`` after
-    each poll (one ShareAcknowledge request per poll), otherwise the acknowledgements ride on its
-    next ShareFetch (KIP-932's piggybacking, the client's default path)."""
+def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5, commit_per_poll: bool = True,
+             consumers: int = 1, partitions: int = 3, linger_ms: int = 0, tag: str = "") -> dict:
+    """Produce-to-deliver latency (ms: p50, p99, max) of a paced Producer (``rate`` records/s for
+    ``seconds``, ``linger.ms`` = ``linger_ms``, round robin over ``partitions``) to ``consumers``
+    ShareConsumers of one group, each in its own process (clocks: the same machine). Each record is
+    timed from its scheduled send to its delivery to the application. The consumers acknowledge
+    every record explicitly (ACCEPT); with ``commit_per_poll`` they also call ``commit_async()``
+    after each poll (one ShareAcknowledge per poll), otherwise the acknowledgements ride on the
+    next ShareFetch (KIP-932's piggybacking, the client's default path). ``records`` counts the
+    deliveries (a redelivery counts again)."""
     import json as _json
 
     from confluent_kafka import Producer
 
     from tests.e2e.helpers import create_topic, set_group_config
 
-    topic = "latency" if commit_per_poll else "latency-piggyback"
-    group = "lat" if commit_per_poll else "lat-piggyback"
-    create_topic(bootstrap, topic, 3)
+    topic = ("latency" if commit_per_poll else "latency-piggyback") + tag
+    group = ("lat" if commit_per_poll else "lat-piggyback") + tag
+    create_topic(bootstrap, topic, partitions)
     set_group_config(bootstrap, group, "share.auto.offset.reset", "earliest")
     n = rate * seconds
-    c = subprocess.Popen([sys.executable, "-c", _LAT_CONSUMER, bootstrap, topic, group, str(n), "commit" if commit_per_poll else "next-fetch"],
-                         stdout=subprocess.PIPE, text=True)
-    c.stdout.readline()
-    time.sleep(3)  # let the consumer join and open its share session
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
-    t0 = time.perf_counter()
+    cs = [subprocess.Popen([sys.executable, "-c", _LAT_CONSUMER, bootstrap, topic, group, str(n), "commit" if commit_per_poll else "next-fetch"],
+                           stdout=subprocess.PIPE, text=True) for _ in range(consumers)]
+    for c in cs:
+        c.stdout.readline()
+    time.sleep(3)  # let the consumers join and open their share sessions
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms})
+    t0, w0 = time.perf_counter(), time.time()
     for i in range(n):
         target = t0 + i / rate
         delay = target - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
-        p.produce(topic, str(time.time()).encode(), partition=i % 3)
+        p.produce(topic, str(w0 + i / rate).encode(), partition=i % partitions)  # the scheduled send
         p.poll(0)
     p.flush(30)
-    lat = _json.loads(c.communicate(timeout=180)[0].strip().splitlines()[-1])
-    return {"p50": round(_pct(lat, 0.5), 1), "p99": round(_pct(lat, 0.99), 1), "records": len(lat)}
+    lat: list[float] = []
+    for c in cs:
+        lat += _json.loads(c.communicate(timeout=180)[0].strip().splitlines()[-1])
+    if not lat:
+        return {"records": 0}
+    return {"p50": round(_pct(lat, 0.5), 1), "p99": round(_pct(lat, 0.99), 1), "max": round(max(lat), 1), "records": len(lat)}
 
 
 def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: int = 97) -> dict:
@@ -241,6 +255,28 @@ def bench_daemon(records: int, overrides: dict[str, str] | None = None, groups: 
     return out
 
 
+def bench_latency(overrides: dict[str, str] | None, rate: int, seconds: int, consumers: int, partitions: int,
+                  linger_ms: int, rounds: int, commit_per_poll: bool = True) -> dict:
+    """Only the produce-to-deliver latency (:func:`_latency`), ``rounds`` times on one daemon (a
+    new topic and group each round); returns ``{"latency_rounds": [{p50, p99, max, records}]}``
+    plus the parameters."""
+    from tests.e2e.conftest import DaemonProcess
+
+    tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-lat-"))
+    d = DaemonProcess(tmp / "data", free_port(), free_port(), {"log.dirs": str(tmp / "data" / "logs"), **(overrides or {})})
+    out: dict = {"rate": rate, "seconds": seconds, "consumers": consumers, "partitions": partitions, "linger_ms": linger_ms,
+                 "commit_per_poll": commit_per_poll}
+    try:
+        d.start()
+        out["latency_rounds"] = [_latency(d.bootstrap, rate, seconds, commit_per_poll, consumers, partitions, linger_ms, tag=f"-{r}")
+                                 for r in range(rounds)]
+    finally:
+        d.stop()
+        d.assert_no_processes_left()
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def _join_share_groups(bootstrap: str, topic: str, n: int, seconds: float = 20.0) -> None:
     """Start ``n`` share groups: one ShareConsumer each subscribes and polls for ``seconds``
     (round robin), so the daemon has ``n`` ShareGroupActors when memory is sampled."""
@@ -263,8 +299,21 @@ def main() -> None:
     ap.add_argument("--asks", type=int, default=2000)
     ap.add_argument("--groups", type=int, default=97, help="share groups live when memory is sampled (with the 3 throughput groups: group.share.max.groups=100)")
     ap.add_argument("--override", action="append", default=[], help="daemon key=value")
+    ap.add_argument("--latency-only", action="store_true", help="measure only produce-to-deliver latency (the flags below)")
+    ap.add_argument("--rate", type=int, default=1000, help="--latency-only: records/s")
+    ap.add_argument("--seconds", type=int, default=10, help="--latency-only: seconds of producing")
+    ap.add_argument("--consumers", type=int, default=2, help="--latency-only: ShareConsumer processes")
+    ap.add_argument("--partitions", type=int, default=1, help="--latency-only: partitions of the topic")
+    ap.add_argument("--linger-ms", type=int, default=0, help="--latency-only: the producer's linger.ms")
+    ap.add_argument("--rounds", type=int, default=1, help="--latency-only: measurements on the same daemon")
+    ap.add_argument("--acks-on-next-fetch", action="store_true", help="--latency-only: no commit_async per poll")
     args = ap.parse_args()
     overrides = dict(o.split("=", 1) for o in args.override)
+    if args.latency_only:
+        lat = bench_latency(overrides, args.rate, args.seconds, args.consumers, args.partitions, args.linger_ms, args.rounds,
+                            not args.acks_on_next_fetch)
+        print(json.dumps({"bench": "e2e-latency", "overrides": overrides, **lat}))
+        return
     result = {"bench": "e2e", "records": args.records, "overrides": overrides}
     result.update(bench_ask(args.asks))
     result.update(bench_daemon(args.records, overrides, args.groups))

@@ -141,9 +141,7 @@ class LogRegistry:
         if info.duplicate:
             return ProduceResult(None, info.first_offset, -1, info.log_start_offset)
         lg.update_high_watermark(info.last_offset + 1)
-        with self._data:
-            self._version += 1
-            self._data.notify_all()
+        self.notify()
         return ProduceResult(None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
@@ -199,12 +197,22 @@ class LogRegistry:
         return None, low
 
     def data_version(self) -> int:
-        """A counter bumped by every append (for :meth:`wait`'s ``since``)."""
+        """A counter bumped by every append and every :meth:`notify` (for :meth:`wait`'s ``since``)."""
         return self._version
 
+    def notify(self) -> None:
+        """Bump :meth:`data_version` and wake every :meth:`wait`: something a long poll may be
+        waiting for changed. :meth:`append` calls it after the high watermark moved; the share
+        path calls it when records become acquirable without an append (released by an
+        acknowledgement, a closed share session or a leaving member), as Kafka's
+        ``DelayedShareFetch`` is completed by ``SharePartitionManager`` on those events."""
+        with self._data:
+            self._version += 1
+            self._data.notify_all()
+
     def wait(self, timeout_ms: int, since: int | None = None) -> None:
-        """Block until an append happens after :meth:`data_version` returned ``since`` (``None``:
-        after this call) or ``timeout_ms`` passes. Take ``since`` *before* checking the high
+        """Block until an append (or a :meth:`notify`) happens after :meth:`data_version` returned
+        ``since`` (``None``: after this call) or ``timeout_ms`` passes. Take ``since`` *before* checking the high
         watermarks, or an append between the check and the wait is missed and the long poll
         sleeps its whole ``timeout_ms`` with data waiting."""
         with self._data:

@@ -16,9 +16,17 @@ The protocol with the actor is ``actors/share/messages.py`` (A2's design):
    is exactly one actor message (no retry that would bump the session epoch twice).
 
 Long polling: before asking, when the request carries no acknowledgements and every session
-partition is known to have nothing past its next fetch offset, the wire waits up to ``max_wait``
-for an append (records whose locks expire or that other members release are found on the next
-ask, at most one ``max_wait`` later).
+partition is known to have nothing past its next fetch offset, the wire waits up to ``max_wait``.
+The wait ends as soon as what it waits for arrives (Kafka completes a ``DelayedShareFetch`` on the
+same events): an append to any partition (:meth:`wire.logs.LogRegistry.notify`), records of the
+group freed without an append — an acknowledgement with RELEASE, a closed share session or a
+member leaving the group, answered on any connection of this listener (:meth:`ShareClient._freed`)
+— or the acquisition lock of records this listener handed out expiring (the wait's deadline is
+the earliest such lock deadline, so the next ask lets the actor expire the locks and acquire).
+A member fenced for missing heartbeats frees its records in the actor without a request: a
+waiting fetch finds them at the next append or lock deadline (with Kafka's defaults the locks,
+30 s, expire before the session, 45 s). A next fetch offset that moves back in a reply is no
+signal: replies of concurrent requests reach the listener's threads in any order.
 
 The wire mirrors each member's share-session partition set (the actor owns the real session and
 its epoch): ShareFetch requests are incremental and name only added partitions.
@@ -33,7 +41,9 @@ only the actors that are running.
 
 from __future__ import annotations
 
+import heapq
 import logging
+import math
 import threading
 import time
 import uuid
@@ -60,6 +70,16 @@ _PARTITION_READ_BYTES = 256 * 1024
 
 def _err(name: str | None) -> str | None:
     return None if not name or name == "NONE" else name
+
+
+#: AcknowledgeType RELEASE (KIP-932): the record goes back to AVAILABLE for any member
+_RELEASE = 2
+
+
+def _releases(batch_lists: Any) -> bool:
+    """Whether any acknowledgement batch in ``batch_lists`` (an iterable of
+    ``((first, last, (type, …)), …)`` tuples) RELEASEs records."""
+    return any(_RELEASE in types for batches in batch_lists for _a, _b, types in batches)
 
 
 def _no_session_result(exc: GroupRefused, decide: Any) -> ShareFetchResult:
@@ -91,6 +111,11 @@ class ShareClient:
         #: share.auto.offset.reset=by_duration: the offset ListOffsets gave for the timestamp the
         #: actor asked for, sent as ``reset_offset`` with the partition's next ShareFetch
         self._reset: dict[tuple[str, str, int], int] = {}
+        #: per group: how many times records were freed without an append (see :meth:`_freed`)
+        self._frees: dict[str, int] = {}
+        #: per group: a heap of the acquisition-lock deadlines (``time.monotonic()`` seconds) of the
+        #: records this listener handed out; a long poll ends at the earliest (locks may expire)
+        self._lock_due: dict[str, list[float]] = {}
         self.timeout_s = float(cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
 
     # ------------------------------------------------------------------ plumbing
@@ -135,6 +160,8 @@ class ShareClient:
             return HeartbeatResult(r.error, r.message, member_id, epoch)
         if type(r).__name__ == "NotReady":
             return HeartbeatResult("COORDINATOR_LOAD_IN_PROGRESS", None, member_id, epoch)
+        if epoch == -1 and not _err(r.error):
+            self._freed(group)  # a leaving member's acquired records are released
         assignment = None
         if r.assignment is not None:
             assignment = {uuid.UUID(tid): list(ps) for tid, ps in r.assignment}
@@ -200,6 +227,8 @@ class ShareClient:
                 self._session_parts.pop((group, member), None)
             else:
                 self._session_parts[(group, member)] = parts
+        freed = epoch == -1 or _releases(ack_by.values())
+        lock_s = (getattr(r, "acquisition_lock_timeout_ms", 0) or self.lock_ms(group)) / 1000
         out = []
         for pr in r.partitions:
             key = (group, pr.topic_id, pr.partition)
@@ -207,6 +236,8 @@ class ShareClient:
                 self._next[key] = pr.refetch_from
             elif pr.next_fetch_offset is not None and pr.next_fetch_offset >= 0:
                 self._next[key] = pr.next_fetch_offset
+            if pr.acquired:
+                self._lock_expires(group, lock_s)
             if pr.reset_timestamp_ms is not None and names.get(pr.topic_id):
                 # by_duration: resolve the timestamp here (ListOffsets semantics; the log end when
                 # no record is that recent) for the next ShareFetch
@@ -234,18 +265,64 @@ class ShareClient:
         for tid, p in unknown:
             err = "UNKNOWN_TOPIC_ID" if tid not in names else "UNKNOWN_TOPIC_OR_PARTITION"
             out.append(ShareFetchPartition(uuid.UUID(tid), p, error=err, ack_error=err if (tid, p) in ack_by else None))
+        if freed:
+            self._freed(group)
         return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))
+
+    def _freed(self, group: str) -> None:
+        """Records of ``group`` may have become acquirable without an append (a RELEASE
+        acknowledgement, a closed share session, a member that left, an acquisition lock that
+        expired): end every long poll of this listener so that waiting ShareFetches of the group ask
+        the actor now (:meth:`_maybe_wait`). Called after the actor's answer, i.e. once the
+        decision is durable."""
+        with self._lock:
+            self._frees[group] = self._frees.get(group, 0) + 1
+        self.logs.notify()
+
+    def _lock_expires(self, group: str, lock_s: float) -> None:
+        """Remember that records of ``group`` acquired now stay locked for ``lock_s`` seconds
+        (``AcquisitionLockTimeoutMs``): a long poll of the group ends then at the latest."""
+        now = time.monotonic()
+        with self._lock:
+            heap = self._lock_due.setdefault(group, [])
+            while heap and heap[0] <= now:  # bounded by lock duration × fetch rate
+                heapq.heappop(heap)
+            heapq.heappush(heap, now + lock_s)
+
+    def _next_lock_due(self, group: str, now: float) -> float | None:
+        """The earliest acquisition-lock deadline of ``group`` still ahead of ``now`` (monotonic
+        seconds), or ``None``. Deadlines at or before ``now`` are dropped and count as records
+        freed (:meth:`_freed`): every long poll of the group ends and asks the actor, which expires
+        those locks and may hand the records out again."""
+        expired = False
+        with self._lock:
+            heap = self._lock_due.get(group)
+            while heap and heap[0] <= now:
+                heapq.heappop(heap)
+                expired = True
+            due = heap[0] if heap else None
+        if expired:
+            self._freed(group)
+        return due
 
     def _maybe_wait(self, group: str, parts: set[tuple[str, int]], names: dict[str, str], max_wait_ms: int) -> None:
         """Long poll before asking: while every session partition's next fetch offset is known
-        and at the high watermark, wait for an append (up to ``max_wait_ms``). The wait holds no
+        and at the high watermark, wait (up to ``max_wait_ms``) for an append, records of the group
+        freed (:meth:`_freed`) or the earliest acquisition lock of the group to expire
+        (:meth:`_next_lock_due`); the version and the free count are read before the checks, so
+        an event between a check and the sleep is not lost. The wait holds no
         ``queued.max.requests`` slot (:func:`wire.quotas.parked`; Kafka's ``DelayedShareFetch``
         waits in purgatory, outside the request queue)."""
         if max_wait_ms <= 0 or not parts:
             return
         deadline = time.monotonic() + max_wait_ms / 1000
+        with self._lock:
+            frees = self._frees.get(group, 0)
         while True:
-            seen = self.logs.data_version()  # before the check: an append after it ends the wait
+            seen = self.logs.data_version()  # before the checks: an append or a free after it ends the wait
+            with self._lock:
+                if self._frees.get(group, 0) != frees:
+                    return  # records of the group were freed since this fetch began: ask
             idle = True
             for tid, p in parts:
                 name = names.get(tid)
@@ -255,11 +332,15 @@ class ShareClient:
                 if nxt < self.logs.open(name, p).high_watermark:
                     idle = False
                     break
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if not idle or remaining <= 0:
                 return
+            due = self._next_lock_due(group, now)  # an expired lock counts as a free (checked above)
+            if due is not None:
+                remaining = min(remaining, due - now)
             with parked():
-                self.logs.wait(int(remaining * 1000), seen)
+                self.logs.wait(max(1, math.ceil(remaining * 1000)), seen)
 
     def _bytes_for(self, read: tuple[list[tuple[int, int]], bytes] | None, name: str | None, partition: int, acquired: tuple[AcquiredRange, ...]) -> bytes:
         """The bytes of the read batches that overlap ``acquired`` (read again from the log when the
@@ -310,6 +391,8 @@ class ShareClient:
         if epoch == -1:
             with self._lock:
                 self._session_parts.pop((group, member), None)
+        if epoch == -1 or _releases(a.acknowledgement_batches for a in parts):
+            self._freed(group)
         out = [ShareFetchPartition(uuid.UUID(p.topic_id), p.partition, ack_error=_err(p.error), ack_error_message=p.message or None) for p in r.partitions]
         out += [ShareFetchPartition(uuid.UUID(t), p, ack_error="UNKNOWN_TOPIC_ID" if t not in names else "UNKNOWN_TOPIC_OR_PARTITION") for t, p in unknown]
         return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))
