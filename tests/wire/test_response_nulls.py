@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i16, i32, i64
 
 from tests.wire.fake_backend import FakeBackend
+from tests.wire.test_groups import Backend as GroupAnswers
 from tests.wire.kio_samples import sample_frame
 from tests.wire.test_protocol import _create, make_batch, roundtrip
 from wire.dispatch import SUPPORTED, KafkaDispatcher
@@ -37,10 +38,15 @@ KAFKA_NEVER_NULL = {
     (19, "topics.configs"),  # CreatableTopicResult.configs defaults to an empty array
 }
 
-class _SweepBackend(FakeBackend):
+class _SweepBackend(FakeBackend, GroupAnswers):
     """FakeBackend plus plain answers for the APIs it has no state for (InitProducerId, SCRAM,
-    ShareGroupDescribe, DescribeShareGroupOffsets), each with a success and an error entry, so
-    every handler's response is built with and without optional values."""
+    ShareGroupDescribe, DescribeShareGroupOffsets; the classic consumer-group APIs from
+    ``tests.wire.test_groups``), each with a success and an error entry, so every handler's
+    response is built with and without optional values."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        FakeBackend.__init__(self, *args, **kwargs)
+        GroupAnswers.__init__(self)
 
     def init_producer_id(self, transactional_id, producer_id, producer_epoch):
         return (None, 1000, 0) if transactional_id is None else ("UNSUPPORTED_VERSION", -1, -1)
