@@ -47,10 +47,12 @@ def secured(tmp_path_factory):
         "group.share.min.heartbeat.interval.ms": "1000",
     }
     f = _Factory(base)
-    d = f(port=ports["PLAINTEXT"], **overrides)
-    upsert_scram_credentials(d.bootstrap, USERS)
-    yield d, ports, pki
-    f.close()
+    try:  # a failure after the daemon started must still stop it
+        d = f(port=ports["PLAINTEXT"], **overrides)
+        upsert_scram_credentials(d.bootstrap, USERS)
+        yield d, ports, pki
+    finally:
+        f.close()
 
 
 def _conf(kind: str, ports: dict[str, int], pki, user: str = "alice", password: str | None = None, mechanism: str = "PLAIN") -> dict:
