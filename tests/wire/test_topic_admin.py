@@ -14,16 +14,9 @@ from tests.wire.fake_backend import FakeBackend
 from wire.backend import TopicSpec
 from wire.dispatch import SUPPORTED, KafkaDispatcher
 from wire.protocol import decode_response, encode_request, request_header
-from wire.server import KafkaListener
+from tests.wire.test_listener import listener  # noqa: F401 - the listener fixture (FakeBackend behind a real KafkaListener)
 
 
-@pytest.fixture()
-def listener():
-    be = FakeBackend()
-    lst = KafkaListener("127.0.0.1", 0, KafkaDispatcher(be, auto_create_topics=False), max_request_bytes=1 << 20).start()
-    be.port = lst.port
-    yield lst, be
-    lst.stop()
 
 
 def _send(port: int, version: int, req) -> object:
