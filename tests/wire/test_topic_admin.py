@@ -12,7 +12,7 @@ import pytest
 from tests.e2e.helpers import read_frame
 from tests.wire.fake_backend import FakeBackend
 from wire.backend import TopicSpec
-from wire.dispatch import SUPPORTED, KafkaDispatcher
+from wire.dispatch import SUPPORTED
 from wire.protocol import decode_response, encode_request, request_header
 from tests.wire.test_listener import listener  # noqa: F401 - the listener fixture (FakeBackend behind a real KafkaListener)
 
