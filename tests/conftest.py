@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +31,21 @@ def require(condition: bool, reason: str) -> None:
     if IN_CI:
         pytest.fail(f"required in CI: {reason}")
     pytest.skip(reason)
+
+
+@pytest.fixture()
+def linux_proc() -> None:
+    """Tests that read ``/proc`` (process start times, sessions, command lines): skipped with a
+    reason without it, failed under CI."""
+    require(Path("/proc/self/stat").exists(), "needs Linux /proc (process start times and sessions)")
+
+
+@pytest.fixture()
+def libc() -> None:
+    """Tests that call glibc through ctypes: skipped with a reason without it, failed under CI."""
+    import ctypes.util
+
+    require(ctypes.util.find_library("c") is not None, "no libc to load through ctypes")
 
 
 def _pg_available() -> str | None:

@@ -22,7 +22,7 @@ from actors.watchdog.liveness import (
     session_members,
 )
 
-needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+needs_proc = pytest.mark.usefixtures("linux_proc")
 
 
 def _stat_line(pid: int, comm: str, state: str, session: int, start_time: int) -> str:

@@ -18,7 +18,7 @@ from actors.watchdog.liveness import boot_id, observe_process, read_cmdline, ses
 from tests.e2e.conftest import free_port
 from wire.daemon import ACTOR_SYSTEM_FILE, Daemon
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+pytestmark = pytest.mark.usefixtures("linux_proc")
 
 
 @pytest.fixture

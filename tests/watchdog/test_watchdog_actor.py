@@ -20,7 +20,7 @@ from actors.watchdog.liveness import observe_process, session_members
 from tests.e2e.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+needs_proc = pytest.mark.usefixtures("linux_proc")
 
 
 def test_watch_a_live_owner_answers_with_the_session(asys) -> None:

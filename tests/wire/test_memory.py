@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +12,7 @@ from wire.memory import MallocTrimmer
 
 ROOT = Path(__file__).resolve().parents[2]
 
-glibc = pytest.mark.skipif(ctypes.util.find_library("c") is None, reason="no libc to load")
+glibc = pytest.mark.usefixtures("libc")
 
 
 def test_trimmer_trims_once_per_interval_and_never_when_disabled():
