@@ -7,8 +7,7 @@ from __future__ import annotations
 import socket
 import struct
 
-from tests.e2e.helpers import wait_for
-from tests.e2e.helpers import read_frame
+from tests.e2e.helpers import read_frame, wait_for
 from tests.wire.test_listener import _api_versions_frame
 from wire.protocol import decode_response
 
@@ -29,10 +28,19 @@ def _fresh_connection_answers(port: int) -> bool:
 
 def test_max_connections_per_ip_and_socket_request_max_bytes_on_the_daemon(daemon_factory):
     d = daemon_factory(**{"max.connections.per.ip": "2", "socket.request.max.bytes": "65536"})
-    a = socket.create_connection(("127.0.0.1", d.port), timeout=10)
-    b = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    # The harness's readiness probe connected from 127.0.0.1 too; its place is free once the
+    # daemon has seen it close (asynchronously), so take two connections that both answer.
+    pair: list[socket.socket] = []
+
+    def two_connections_answer() -> bool:
+        for s in pair:
+            s.close()
+        pair[:] = [socket.create_connection(("127.0.0.1", d.port), timeout=10) for _ in range(2)]
+        return _answers(pair[0], 1) and _answers(pair[1], 2)
+
+    assert wait_for(two_connections_answer, 10)
+    a, b = pair
     try:
-        assert _answers(a, 1) and _answers(b, 2)
         with socket.create_connection(("127.0.0.1", d.port), timeout=10) as c:
             assert not _answers(c, 3)  # the third connection from 127.0.0.1 is closed
         b.sendall(struct.pack(">i", 65537))
