@@ -92,6 +92,18 @@ def produce(bootstrap: str, topic: str, values: list[str], partitioner=None, **c
     return acked
 
 
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
+    """partition → ``group``'s committed offset on ``topic`` (-1001, librdkafka's INVALID, where
+    none): OffsetFetch through a confluent-kafka Consumer that does not join the group."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)}
+    finally:
+        c.close()
+
+
 def start_worker(tmp: Path, name: str, spec: dict[str, Any]) -> tuple[subprocess.Popen, Path]:
     """Start ``share_worker.py`` with ``spec``; returns (process, path of its JSON-lines log)."""
     out = tmp / f"{name}.jsonl"

@@ -19,7 +19,7 @@ import uuid
 import pytest
 
 from tests.conftest import require
-from tests.e2e.helpers import create_topic, produce
+from tests.e2e.helpers import committed_offsets, create_topic, produce
 
 pytestmark = [pytest.mark.e2e]
 
@@ -68,18 +68,6 @@ def _records(out: str) -> dict[str, tuple[int, int]]:
     return got
 
 
-def _committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """The group's committed offsets (OffsetFetch through a confluent-kafka Consumer that does
-    not join the group)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        return {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=30)}
-    finally:
-        c.close()
-
-
 def test_kcat_balanced_consumer_reads_exactly_commits_and_resumes_after_restart(daemon_factory):
     d = daemon_factory()
     topic, group = f"kcat-g-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
@@ -90,7 +78,7 @@ def test_kcat_balanced_consumer_reads_exactly_commits_and_resumes_after_restart(
     r = _kcat("-b", d.bootstrap, "-G", group, topic, *fmt)
     assert r.returncode == 0, r.stderr
     assert _records(r.stdout) == acked, r.stderr
-    assert _committed(d.bootstrap, group, topic, 3) == {p: sum(1 for pp, _ in acked.values() if pp == p) for p in range(3)}
+    assert committed_offsets(d.bootstrap, group, topic, 3) == {p: sum(1 for pp, _ in acked.values() if pp == p) for p in range(3)}
 
     d.stop()
     d2 = daemon_factory(data_dir=d.data_dir)
