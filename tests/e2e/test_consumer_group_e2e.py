@@ -110,19 +110,27 @@ _MEMBER_SCRIPT = """
 import sys, time
 from confluent_kafka import Consumer
 c = Consumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2], "auto.offset.reset": "earliest",
-              "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
+              "enable.auto.commit": False, "session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
 c.subscribe([sys.argv[3]])
 while True:
-    c.poll(0.2)
+    msg = c.poll(0.2)
+    if msg is not None and not msg.error():
+        c.commit(message=msg, asynchronous=False)  # committed before it is reported read
+        print("READ", msg.partition(), msg.offset(), msg.value().decode(), flush=True)
     if c.assignment():
         print("ASSIGNED", sorted(tp.partition for tp in c.assignment()), flush=True)
 """
 
 
-def test_killed_member_is_removed_after_its_session_and_the_survivor_takes_all(daemon_factory, tmp_path):
+def test_killed_member_is_removed_after_its_session_and_the_survivor_resumes_from_its_commits(daemon_factory, tmp_path):
+    """A member process that read and committed its partitions' records is SIGKILLed (no
+    LeaveGroup): after its session timeout the survivor owns every partition and reads the records
+    produced after the kill exactly once, starting at the killed member's committed offsets."""
     import signal
     import subprocess
     import sys
+
+    from confluent_kafka import TopicPartition
 
     d = daemon_factory()
     topic, group = f"cg-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
@@ -132,25 +140,54 @@ def test_killed_member_is_removed_after_its_session_and_the_survivor_takes_all(d
     out = tmp_path / "member.out"
     with open(out, "w") as fh:
         proc = subprocess.Popen([sys.executable, str(script), d.bootstrap, group, topic], stdout=fh, stderr=subprocess.STDOUT)
+
+    def member_read() -> list[tuple[int, int, str]]:
+        return [(int(p), int(o), v) for line in out.read_text().splitlines() if line.startswith("READ ")
+                for _, p, o, v in [line.split(" ", 3)]]
+
+    read_by_a: list[tuple[int, int, str]] = []
+
+    def poll_a() -> None:
+        msg = a.poll(0.2)
+        if msg is not None and not msg.error():
+            a.commit(message=msg, asynchronous=False)
+            read_by_a.append((msg.partition(), msg.offset(), msg.value().decode()))
+
     try:
         a = consumer(d.bootstrap, group, **{"session.timeout.ms": 6000, "heartbeat.interval.ms": 1000})
         a.subscribe([topic])
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            a.poll(0.2)
+            poll_a()
             pa = {tp.partition for tp in a.assignment()}
             if pa and len(pa) < 4 and "ASSIGNED" in out.read_text():
                 break
         pa = {tp.partition for tp in a.assignment()}
         assert pa and len(pa) < 4, (pa, out.read_text())  # the partitions are shared
+        before = [f"b{i}" for i in range(40)]
+        produce(d.bootstrap, topic, before, partitioner=lambda i: i % 4)
+        deadline = time.monotonic() + 60
+        while len(read_by_a) + len(member_read()) < 40 and time.monotonic() < deadline:
+            poll_a()
+        killed_read = member_read()
+        assert sorted(v for _, _, v in read_by_a + killed_read) == sorted(before), out.read_text()
+        assert killed_read and {p for p, _, _ in killed_read}.isdisjoint(pa)  # the member read (and committed) its own
     finally:
         proc.send_signal(signal.SIGKILL)  # no LeaveGroup: only the session timeout removes it
         proc.wait(10)
+    after = [f"k{i}" for i in range(8)]
+    acked = produce(d.bootstrap, topic, after, partitioner=lambda i: i % 4)
+    read_by_a.clear()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(a.assignment()) < 4:
-        a.poll(0.2)
+    while time.monotonic() < deadline and (len(a.assignment()) < 4 or len(read_by_a) < 8):
+        poll_a()
     assert {tp.partition for tp in a.assignment()} == {0, 1, 2, 3}
-    values = [f"k{i}" for i in range(8)]
-    produce(d.bootstrap, topic, values, partitioner=lambda i: i % 4)
-    assert sorted(v for _, _, v in read(a, 8)) == sorted(values)
+    settle = time.monotonic() + 2
+    while time.monotonic() < settle:
+        poll_a()
+    # exactly the records produced after the kill, each once, where they were written: nothing
+    # before the killed member's committed offsets is read again
+    assert sorted(read_by_a) == sorted((p, o, v) for v, (p, o) in acked.items()), read_by_a
+    committed = {tp.partition: tp.offset for tp in a.committed([TopicPartition(topic, p) for p in range(4)], timeout=30)}
+    assert committed == {p: 12 for p in range(4)}
     a.close()
