@@ -11,8 +11,10 @@ Figures:
   the records read over the span from the first record any member read to the last; the run ends
   when the group's committed offsets (OffsetFetch by a non-member) reach every partition's end.
   ``subscribe_to_drained_s`` is the wall time from the members' start to that point (joins and the
-  initial rebalance delay included); ``duplicates`` counts records read more than once (after a
-  rebalance a partition resumes at its committed offset).
+  initial rebalance delay included); ``commit_lag_s`` how long after the last read the committed
+  offsets reached the end, and ``committed_records_per_s`` the records over the span from the
+  first read to that point; ``duplicates`` counts records read more than once (after a rebalance
+  a partition resumes at its committed offset).
 * ``rebalance``: at default client settings, ``first_join_s`` is the time from a consumer's
   ``subscribe()`` on a new group until its ``on_assign`` (Kafka's
   ``group.initial.rebalance.delay.ms``, 3 s, applies to this first join of an empty group), and
@@ -140,6 +142,9 @@ def bench_consume(bootstrap: str, tmp: Path, records: int, consumers: int, parti
         "records_per_member": [r.get("records", 0) for r in res],
         "records_per_s": round(total / span) if span > 0 and drained_at else None,
         "subscribe_to_drained_s": round(drained_at - t0, 2) if drained_at else None,
+        # the commits trail the reads: each group's OffsetCommits are appended one at a time
+        "commit_lag_s": round(drained_at - max(lasts), 2) if drained_at and lasts else None,
+        "committed_records_per_s": round(records / (drained_at - min(firsts))) if drained_at and firsts else None,
         "first_assignment_s": round(min(r["assigned"][0] for r in res if r.get("assigned")) - t0, 2) if any(r.get("assigned") for r in res) else None,
     })
     if drained_at is None:
