@@ -303,6 +303,8 @@ class ShoalBackend:
         GROUP_ID_NOT_FOUND (not a classic group). Returns an ``OffsetDeleteResult``."""
         from actors.consumer.classic import OffsetDeleteResult
 
+        if not group:
+            return OffsetDeleteResult("INVALID_GROUP_ID")
         if self.consumers is None or self._is_share_group(group):
             return OffsetDeleteResult("GROUP_ID_NOT_FOUND")
         known = [(t, p) for t, p in partitions if self._known(t, p)]
@@ -313,11 +315,15 @@ class ShoalBackend:
         return OffsetDeleteResult(None, tuple((t, p, got.get((t, p), "UNKNOWN_TOPIC_OR_PARTITION")) for t, p in partitions))
 
     def share_alter_offsets(self, group: str, topics):
-        """AlterShareGroupOffsets of one share group."""
+        """AlterShareGroupOffsets of one share group (an empty id: INVALID_GROUP_ID)."""
+        if not group:
+            return "INVALID_GROUP_ID", None, []
         return self.shares.alter_offsets(group, topics)
 
     def share_delete_offsets(self, group: str, topics):
-        """DeleteShareGroupOffsets of one share group."""
+        """DeleteShareGroupOffsets of one share group (an empty id: INVALID_GROUP_ID)."""
+        if not group:
+            return "INVALID_GROUP_ID", None, []
         return self.shares.delete_offsets(group, topics)
 
     # -- status -------------------------------------------------------------------------------

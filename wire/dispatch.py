@@ -4,7 +4,9 @@ Only what is implemented is advertised (``SUPPORTED``). The version ranges were 
 kio 0.6.5's schemas and what librdkafka 2.16 (confluent-kafka 2.16.1) sends (observed:
 ApiVersions 3, Metadata 12, CreateTopics 4, DeleteTopics 4, DescribeConfigs 1,
 IncrementalAlterConfigs 1, Produce 9, Fetch 12, ListOffsets 7, FindCoordinator 2, ListGroups 5,
-ShareGroupHeartbeat 1, ShareFetch 1, ShareAcknowledge 1, DeleteRecords 2, CreatePartitions 2). A request for any other key or version
+ShareGroupHeartbeat 1, ShareFetch 1, ShareAcknowledge 1, DeleteRecords 2, CreatePartitions 2,
+DescribeGroups 5, DeleteGroups 2; ``describe_consumer_groups`` asks ConsumerGroupDescribe 69 first
+only when it is advertised). A request for any other key or version
 is answered UNSUPPORTED_VERSION (35): ApiVersions as v0 with the table (KIP-511); anything else
 with the response header and the int16 error code (no API-specific body can be built for a
 version we have no schema for), and the connection stays open since the frame was well

@@ -18,6 +18,9 @@ Classic groups (``shared/reference/kafka-consumer-groups.md`` §7.3, §8) go to 
   per partition (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED, GROUP_SUBSCRIBED_TO_TOPIC).
 * AlterShareGroupOffsets / DeleteShareGroupOffsets: an empty share group only (NON_EMPTY_GROUP),
   top-level errors with no topics, else per partition / per topic results.
+
+An empty group id is INVALID_GROUP_ID for OffsetDelete, 91 and 92 (``GroupCoordinatorService``);
+the backend answers it, after the ACL check, as Kafka's coordinator does after ``KafkaApis``'.
 """
 
 from __future__ import annotations
@@ -108,8 +111,6 @@ def alter_share_group_offsets(req: DecodedRequest, backend: Any) -> Any:
     cls = response_class(91, req.api_version)
     b = req.body
     gid = str(b.group_id or "")
-    if not gid:
-        return _share_group_error(cls, "INVALID_GROUP_ID", None)
     topics = [(str(t.topic_name), [(int(p.partition_index), int(p.start_offset)) for p in t.partitions]) for t in b.topics]
     err, msg, rows = backend.share_alter_offsets(gid, topics)
     if err is not None:
@@ -130,8 +131,6 @@ def delete_share_group_offsets(req: DecodedRequest, backend: Any) -> Any:
     cls = response_class(92, req.api_version)
     b = req.body
     gid = str(b.group_id or "")
-    if not gid:
-        return _share_group_error(cls, "INVALID_GROUP_ID", None)
     err, msg, rows = backend.share_delete_offsets(gid, [str(t.topic_name) for t in b.topics])
     if err is not None:
         return _share_group_error(cls, err, msg)

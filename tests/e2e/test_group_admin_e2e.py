@@ -137,6 +137,7 @@ def test_classic_group_admin_with_admin_client(daemon_factory):
     assert r.topics[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
     r = _offset_delete(d.port, "no-such-group", other, [0])
     assert r.error_code == ErrorCode.group_id_not_found
+    assert _offset_delete(d.port, "", other, [0]).error_code == ErrorCode.invalid_group_id
 
     c.close()  # leaves the group: Empty
     assert wait_for(lambda: _listed(a).get(group, (None,))[0] == ConsumerGroupState.EMPTY, 30)
@@ -206,6 +207,8 @@ def test_share_group_offsets_admin_and_delete(daemon_factory):
     r = _alter_share(d.port, group, "no-such-topic", 0)
     assert r.responses[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
     assert _alter_share(d.port, "no-such-group", topic, 0).error_code == ErrorCode.group_id_not_found
+    assert _alter_share(d.port, "", topic, 0).error_code == ErrorCode.invalid_group_id
+    assert _delete_share(d.port, "no-such-group", topic).error_code == ErrorCode.group_id_not_found
 
     # DeleteShareGroupOffsets: the state is gone; the group starts again from share.auto.offset.reset
     r = _delete_share(d.port, group, topic, "no-such-topic")
