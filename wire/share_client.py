@@ -570,6 +570,7 @@ class ShareClient:
         with self._lock:
             for k in [k for k in self._session_parts if k[0] == group]:
                 del self._session_parts[k]
+            getattr(self, "_lock_ms", {}).pop(group, None)  # its configs went with it
         self.controller.forget_share_group(group)
         return None, None
 
