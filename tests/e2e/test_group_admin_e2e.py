@@ -184,6 +184,12 @@ def _share_empty(port: int, group: str) -> bool:
     return g.error_code == ErrorCode.none and g.group_state == "Empty"
 
 
+def describe_after_delete(port: int, group: str) -> int:
+    from tests.e2e.helpers import describe_share_group
+
+    return describe_share_group(port, group).error_code
+
+
 def test_share_group_offsets_admin_and_delete(daemon_factory):
     from confluent_kafka import KafkaError
 
@@ -197,6 +203,22 @@ def test_share_group_offsets_admin_and_delete(daemon_factory):
     assert wait_for(lambda: _share_empty(d.port, group), 30)
     err, offs = _share_offsets(d.port, group, topic)
     assert err == ErrorCode.none and offs == {0: 5}
+
+    # with a member: NON_EMPTY_GROUP for the offsets admin and for DeleteGroups
+    from confluent_kafka import ShareConsumer
+    from tests.e2e.helpers import describe_share_group
+
+    member = ShareConsumer({"bootstrap.servers": d.bootstrap, "group.id": group})
+    member.subscribe([topic])
+    try:
+        assert wait_for(lambda: member.poll(0.2) is not None and describe_share_group(d.port, group).group_state == "Stable", 30)
+        assert _alter_share(d.port, group, topic, 0).error_code == ErrorCode.non_empty_group
+        assert _delete_share(d.port, group, topic).error_code == ErrorCode.non_empty_group
+        assert outcomes(admin(d.bootstrap).delete_consumer_groups([group], request_timeout=30)) == {group: KafkaError.NON_EMPTY_GROUP}
+    finally:
+        member.close()
+    assert wait_for(lambda: _share_empty(d.port, group), 30)
+    assert _share_offsets(d.port, group, topic)[1] == {0: 5}
 
     # AlterShareGroupOffsets: back to 2; the records from 2 on are delivered again
     r = _alter_share(d.port, group, topic, 2)
@@ -251,15 +273,10 @@ def test_share_group_offsets_admin_and_delete(daemon_factory):
     assert sorted(_share_read(d.bootstrap, group, topic, 5)) == sorted(values)
 
 
-def describe_after_delete(port: int, group: str) -> int:
-    from tests.e2e.helpers import describe_share_group
-
-    return describe_share_group(port, group).error_code
-
-
 def test_deleted_share_group_is_fresh_and_uncounted_after_restart(daemon_factory):
     """A deleted share group's stream ends with ``ShareGroupDeleted``: a restarted daemon's census
-    does not count it, and the id is a new group (its old config gone: latest offsets)."""
+    does not count it (another group fits under ``group.share.max.groups=1``) and the id is
+    unknown until it is used again."""
     from confluent_kafka import KafkaError
 
     d = daemon_factory(**{"group.share.max.groups": "1"})
