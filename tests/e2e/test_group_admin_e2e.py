@@ -11,11 +11,14 @@ from __future__ import annotations
 import time
 import uuid
 
+import pytest
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i64
 
 from tests.e2e.helpers import admin, create_topic, outcomes, produce, raw_request, set_group_config, wait_for
 from wire.protocol import decode_response, encode_request, request_header
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def _ask(port: int, api: int, version: int, body, timeout_s: float = 15):
