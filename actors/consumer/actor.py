@@ -22,6 +22,8 @@ requests get ``NotReady``. Members restored from the last GroupMetadata event ge
 timers. If an append is refused, the requester and every parked request answered by that decision
 get ``Failure`` (COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR when another writer appended, and the
 actor then recovers again) — the classic soft state is not rolled back, so members rejoin.
+Group admin (DescribeGroups, DeleteGroups, OffsetDelete) goes through the same step; a deleted
+group's events are applied once durable and leave the actor with a never-created group.
 The actor does not passivate and takes no snapshots (a classic group's stream is small:
 one event per generation and per OffsetCommit request).
 """

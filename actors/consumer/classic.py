@@ -18,6 +18,12 @@ As in Kafka, classic membership between GroupMetadata records is soft state chan
 :meth:`ClassicGroup.apply` of an :class:`~events.consumer_group.OffsetsCommitted` event, after the
 actor has appended it; :meth:`ClassicGroup.apply` of a GroupMetadata event rebuilds the group on
 recovery (members then get fresh session timers, as Kafka's ``onLoaded`` does).
+
+Group admin (reference §7.3, §8): :meth:`ClassicGroup.describe` (DescribeGroups),
+:meth:`ClassicGroup.delete_group` (DeleteGroups: :class:`~events.consumer_group.OffsetsDeleted`
+then :class:`~events.consumer_group.ConsumerGroupDeleted`, after which the id is a new group) and
+:meth:`ClassicGroup.delete_offsets` (OffsetDelete, with the members' ConsumerProtocol
+subscriptions parsed by :func:`parse_subscription_topics`).
 """
 
 from __future__ import annotations
