@@ -20,7 +20,10 @@ __all__ = [
     "ClassicGroupMetadataRecorded",
     "ClassicMemberMetadata",
     "CommittedOffset",
+    "ConsumerGroupDeleted",
+    "DeletedOffset",
     "OffsetsCommitted",
+    "OffsetsDeleted",
     "stream_id_for",
 ]
 
@@ -87,3 +90,36 @@ class OffsetsCommitted(DomainEvent):
     member_id: str
     generation: int
     offsets: tuple[CommittedOffset, ...]
+
+
+# -- group admin (DeleteGroups 42, OffsetDelete 47): appended after the records above -----------
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedOffset:
+    """One partition whose committed offset was tombstoned."""
+
+    topic: str
+    partition: int
+
+
+@domain_event("consumer_group.OffsetsDeleted")
+@dataclass(frozen=True, slots=True)
+class OffsetsDeleted(DomainEvent):
+    """Committed offsets tombstoned (Kafka's ``OffsetCommit`` record with a null value,
+    ``OffsetMetadataManager.deleteOffsets`` for OffsetDelete, and every offset of a group that
+    DeleteGroups removes, ``GroupCoordinatorShard.deleteGroups``). Only partitions that had an
+    offset are listed."""
+
+    group_id: str
+    partitions: tuple[DeletedOffset, ...]
+
+
+@domain_event("consumer_group.ConsumerGroupDeleted")
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDeleted(DomainEvent):
+    """DeleteGroups removed the (Empty) classic group: Kafka's ``GroupMetadata`` tombstone. Its
+    offsets were tombstoned by an :class:`OffsetsDeleted` just before it; folding this event
+    forgets the group entirely, so the same id can be used again as a new group."""
+
+    group_id: str

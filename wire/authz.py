@@ -43,7 +43,7 @@ from actors.controller.scram import AlterResult
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchPartition, ShareFetchResult, TopicInfo, TopicSpec
 from wire.server import ANONYMOUS
 
-__all__ = ["ANONYMOUS", "Authorizer", "AuthorizingBackend", "allowed", "bind", "from_config"]
+__all__ = ["ANONYMOUS", "Authorizer", "AuthorizingBackend", "allowed", "authorized_operations", "bind", "from_config"]
 
 log = logging.getLogger("shoal.wire.authz")
 
@@ -190,6 +190,25 @@ def allowed(authorizer: Authorizer | None, operation: str, resource_type: str, n
     return authorizer.check(operation, resource_type, name)
 
 
+#: Kafka ``AclOperation`` codes (the bits of an ``authorized_operations`` field)
+ACL_OPERATION_CODES = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7, "DESCRIBE": 8, "CLUSTER_ACTION": 9,
+                       "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11, "IDEMPOTENT_WRITE": 12}
+#: the operations Kafka's ``AclEntry.supportedOperations`` lists per resource type (those the
+#: authorized-operations bitfields are computed over)
+SUPPORTED_OPERATIONS = {"GROUP": ("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")}
+
+
+def authorized_operations(authorizer: Authorizer | None, resource_type: str, name: str) -> int:
+    """Kafka's ``AuthHelper.authorizedOperations`` for the bound connection: the bitfield
+    (``Utils.to32BitField``) of the supported operations on ``(resource_type, name)`` it may do;
+    every supported one when ``authorizer`` is ``None`` (no authorizer configured)."""
+    bits = 0
+    for op in SUPPORTED_OPERATIONS[resource_type]:
+        if authorizer is None or authorizer.check(op, resource_type, name):
+            bits |= 1 << ACL_OPERATION_CODES[op]
+    return bits
+
+
 _CONFIG_RESOURCES = {2: ("TOPIC", "TOPIC_AUTHORIZATION_FAILED"), 4: ("CLUSTER", "CLUSTER_AUTHORIZATION_FAILED"), 32: ("GROUP", "GROUP_AUTHORIZATION_FAILED")}
 
 
@@ -233,6 +252,14 @@ class AuthorizingBackend:
                                   partition TOPIC_AUTHORIZATION_FAILED
     consumer_fetch_offsets (9)    DESCRIBE group → GROUP_AUTHORIZATION_FAILED; DESCRIBE topic →
                                   per partition TOPIC_AUTHORIZATION_FAILED (all: left out)
+    describe_group (15)           DESCRIBE group → GROUP_AUTHORIZATION_FAILED (that group)
+    delete_group (42)             DELETE group → GROUP_AUTHORIZATION_FAILED (that group)
+    consumer_delete_offsets (47)  DELETE group → GROUP_AUTHORIZATION_FAILED; READ topic → per
+                                  partition TOPIC_AUTHORIZATION_FAILED (not deleted)
+    share_alter_offsets (91)      READ group → GROUP_AUTHORIZATION_FAILED; READ topic → per
+                                  partition TOPIC_AUTHORIZATION_FAILED
+    share_delete_offsets (92)     DELETE group → GROUP_AUTHORIZATION_FAILED; READ topic → per
+                                  topic TOPIC_AUTHORIZATION_FAILED
     describe_user_scram_          DESCRIBE cluster → CLUSTER_AUTHORIZATION_FAILED (the response)
     credentials (50)
     alter_user_scram_             ALTER cluster → CLUSTER_AUTHORIZATION_FAILED for every user
@@ -487,6 +514,73 @@ class AuthorizingBackend:
             elif partitions is not None:
                 out.append(replace(o, offset=-1, leader_epoch=-1, metadata="", error="TOPIC_AUTHORIZATION_FAILED"))
         return err, out
+
+    # -- group admin (KafkaApis handleDescribeGroupsRequest, handleDeleteGroupsRequest,
+    #    handleOffsetDeleteRequest, handleAlterShareGroupOffsetsRequest,
+    #    handleDeleteShareGroupOffsetsRequest)
+    def describe_group(self, group: str):
+        """DESCRIBE on the group → GROUP_AUTHORIZATION_FAILED (state "", no members)."""
+        if not self._ok("DESCRIBE", "GROUP", group):
+            from actors.consumer.classic import DescribedGroup
+
+            return "GROUP_AUTHORIZATION_FAILED", None, DescribedGroup(group, "", "", "", ())
+        return self.inner.describe_group(group)
+
+    def delete_group(self, group: str):
+        """DELETE on the group → GROUP_AUTHORIZATION_FAILED."""
+        if not self._ok("DELETE", "GROUP", group):
+            return "GROUP_AUTHORIZATION_FAILED"
+        return self.inner.delete_group(group)
+
+    def consumer_delete_offsets(self, group: str, partitions):
+        """DELETE on the group (else the response's error is GROUP_AUTHORIZATION_FAILED); READ on
+        each topic (denied partitions TOPIC_AUTHORIZATION_FAILED, not deleted)."""
+        from actors.consumer.classic import OffsetDeleteResult
+
+        if not self._ok("DELETE", "GROUP", group):
+            return OffsetDeleteResult("GROUP_AUTHORIZATION_FAILED")
+        allowed = {t for t in {t for t, _ in partitions} if self._ok("READ", "TOPIC", t)}
+        r = self.inner.consumer_delete_offsets(group, [(t, p) for t, p in partitions if t in allowed])
+        if r.error is not None:
+            return r
+        got = {(t, p): e for t, p, e in r.partitions}
+        return OffsetDeleteResult(None, tuple(
+            (t, p, got.get((t, p), "UNKNOWN_TOPIC_OR_PARTITION") if t in allowed else "TOPIC_AUTHORIZATION_FAILED")
+            for t, p in partitions))
+
+    def _topic_ids(self) -> dict[str, uuid.UUID]:
+        return {t.name: t.topic_id for t in self.inner.topics()}
+
+    def share_alter_offsets(self, group: str, topics):
+        """READ on the group → GROUP_AUTHORIZATION_FAILED; READ on each topic (denied topics:
+        every partition TOPIC_AUTHORIZATION_FAILED)."""
+        if not self._ok("READ", "GROUP", group):
+            return "GROUP_AUTHORIZATION_FAILED", "The group is not authorized", []
+        denied = {n for n, _ in topics if not self._ok("READ", "TOPIC", n)}
+        ok = [(n, ps) for n, ps in topics if n not in denied]
+        err, msg, rows = self.inner.share_alter_offsets(group, ok) if ok else (None, None, [])
+        if err is not None:
+            return err, msg, rows
+        by_name = {r[0]: r for r in rows}
+        ids = self._topic_ids() if denied else {}
+        out = []
+        for n, ps in topics:
+            if n in denied:
+                out.append((n, ids.get(n), [(p, "TOPIC_AUTHORIZATION_FAILED", None) for p, _o in ps]))
+            elif n in by_name:
+                out.append(by_name.pop(n))
+        return None, None, out
+
+    def share_delete_offsets(self, group: str, topics):
+        """DELETE on the group → GROUP_AUTHORIZATION_FAILED; READ on each topic (denied topics:
+        TOPIC_AUTHORIZATION_FAILED, no topic id)."""
+        if not self._ok("DELETE", "GROUP", group):
+            return "GROUP_AUTHORIZATION_FAILED", "The group is not authorized", []
+        denied = {n for n in topics if not self._ok("READ", "TOPIC", n)}
+        err, msg, rows = self.inner.share_delete_offsets(group, [n for n in topics if n not in denied])
+        if err is not None:
+            return err, msg, rows
+        return None, None, [(n, None, "TOPIC_AUTHORIZATION_FAILED", "Topic authorization failed.") for n in dict.fromkeys(topics) if n in denied] + list(rows)
 
     # -- SCRAM credentials (KIP-554) ----------------------------------------------------------
     def describe_user_scram_credentials(self, users):

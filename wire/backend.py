@@ -280,6 +280,33 @@ class Backend(Protocol):
     def consumer_fetch_offsets(self, group: str, partitions: Sequence[tuple[str, int]] | None) -> tuple[str | None, list]:
         """OffsetFetch → ``(group error, [FetchedOffset])`` (``None``: all committed offsets)."""
 
+    # -- group admin (wire.group_admin): DescribeGroups 15, DeleteGroups 42, OffsetDelete 47,
+    #    AlterShareGroupOffsets 91, DeleteShareGroupOffsets 92
+    def describe_group(self, group: str) -> tuple[str | None, str | None, Any]:
+        """DescribeGroups of one group → ``(error, message, DescribedGroup)``
+        (:class:`actors.consumer.classic.DescribedGroup`); a missing or non-classic group is state
+        ``Dead`` with GROUP_ID_NOT_FOUND (the handler answers error 0 below v6)."""
+        return "GROUP_ID_NOT_FOUND", None, None
+
+    def delete_group(self, group: str) -> str | None:
+        """DeleteGroups of one group, classic or share → error name (GROUP_ID_NOT_FOUND,
+        NON_EMPTY_GROUP …) or ``None`` once it is deleted."""
+        return "GROUP_ID_NOT_FOUND"
+
+    def consumer_delete_offsets(self, group: str, partitions: Sequence[tuple[str, int]]) -> Any:
+        """OffsetDelete → :class:`actors.consumer.classic.OffsetDeleteResult` (group error, or per
+        partition errors in request order; unknown topics UNKNOWN_TOPIC_OR_PARTITION)."""
+
+    def share_alter_offsets(self, group: str, topics: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> tuple[str | None, str | None, list]:
+        """AlterShareGroupOffsets: ``topics`` ``(name, [(partition, start offset)])`` →
+        ``(error, message, [(name, topic uuid or None, [(partition, error, message)])])``."""
+        return "UNSUPPORTED_VERSION", None, []
+
+    def share_delete_offsets(self, group: str, topics: Sequence[str]) -> tuple[str | None, str | None, list]:
+        """DeleteShareGroupOffsets: topic names → ``(error, message, [(name, topic uuid or None,
+        error, message)])``."""
+        return "UNSUPPORTED_VERSION", None, []
+
 
 @dataclass(frozen=True, slots=True)
 class ShareFetchResult:

@@ -22,7 +22,10 @@ from typing import Any
 
 from actors.consumer import messages as m
 from actors.consumer.classic import (
+    DeleteGroupResult,
+    DescribedGroup,
     FetchedOffset,
+    OffsetDeleteResult,
     HeartbeatResult,
     JoinGroupResult,
     LeaveGroupResult,
@@ -147,3 +150,47 @@ class ConsumerGroupClient:
             else:
                 out.append((gid, "classic", "Unknown", ""))
         return out
+
+    # ------------------------------------------------------------------ group admin (15, 42, 47)
+
+    def known(self, group: str) -> bool:
+        """Whether ``group`` may exist: its actor was started this run or its stream has events
+        (a deleted group's stream still has, and its actor answers that it does not exist). A
+        group that is neither gets its admin answers without starting an actor."""
+        with self._lock:
+            if group in self._children:
+                return True
+        try:
+            from actors.base import event_log_for
+
+            return event_log_for(self.cfg).stream_version(STREAM_PREFIX + group) > 0
+        except Exception:  # pragma: no cover - without a log, ask the actor
+            return True
+
+    def describe(self, group: str) -> tuple[str | None, DescribedGroup | None]:
+        """DescribeGroups of one group → ``(error, DescribedGroup)``; a group that never existed is
+        ``Dead`` without starting an actor."""
+        if not self.known(group):
+            return None, DescribedGroup(group, "Dead", "", "", ())
+        err, r = self._ask(group, m.DescribeGroupCmd(group))
+        if isinstance(r, DescribedGroup):
+            return None, r
+        return err or "UNKNOWN_SERVER_ERROR", None
+
+    def delete_group(self, group: str) -> str | None:
+        """DeleteGroups of one classic group → error name or ``None`` (deleted)."""
+        if not self.known(group):
+            return "GROUP_ID_NOT_FOUND"
+        err, r = self._ask(group, m.DeleteGroupCmd(group))
+        if isinstance(r, DeleteGroupResult):
+            return r.error
+        return err or "UNKNOWN_SERVER_ERROR"
+
+    def delete_offsets(self, group: str, partitions: list[tuple[str, int]]) -> OffsetDeleteResult:
+        """OffsetDelete of known partitions → :class:`OffsetDeleteResult`."""
+        if not self.known(group):
+            return OffsetDeleteResult("GROUP_ID_NOT_FOUND")
+        err, r = self._ask(group, m.OffsetDeleteCmd(group, tuple(partitions)))
+        if isinstance(r, OffsetDeleteResult):
+            return r
+        return OffsetDeleteResult(err or "UNKNOWN_SERVER_ERROR")

@@ -394,13 +394,28 @@ class ControllerClient:
         self._children.pop(group, None)
         self._last_used.pop(group, None)
 
+    def forget_share_group(self, group: str) -> None:
+        """``group`` was deleted: drop it from this client's caches and tell the controller
+        (:class:`ForgetShareGroup`: out of the census, actor stopped). Best effort: a controller
+        that does not answer keeps counting the group until its next recovery."""
+        from actors.controller.messages import ForgetShareGroup
+
+        self._groups_seen.discard(group)
+        self.forget_child(group)
+        try:
+            self.ask(ForgetShareGroup(group))
+        except ActorTimeout as exc:
+            log.info("forgetting share group %s: %s", group, exc)
+
     def share_groups(self) -> list[tuple[str, str, str]]:
         """``(group id, "share", state)`` of the groups known to the event log or seen this run."""
         groups = set(self._groups_seen)
         try:
             from actors.base import event_log_for
+            from actors.share.limits import census_from_log
 
-            groups |= {s.split(":", 1)[1] for s in event_log_for(self.cfg).stream_ids("share-group:")}
+            # streams of deleted groups (ending with ShareGroupDeleted) are left out
+            groups |= census_from_log(event_log_for(self.cfg))
         except Exception:  # pragma: no cover - the log is optional for listing
             log.debug("listing share-group streams failed", exc_info=True)
         return [(g, "share", "Stable" if self.live_share_group(g) is not None else "Empty") for g in sorted(groups)]

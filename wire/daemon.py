@@ -266,6 +266,66 @@ class ShoalBackend:
         """OffsetFetch → ``(group error, [FetchedOffset])``."""
         return self.consumers.fetch_offsets(group, partitions)
 
+    # -- group admin (DescribeGroups 15, DeleteGroups 42, OffsetDelete 47, 91, 92) --------------
+    def _is_share_group(self, group: str) -> bool:
+        try:
+            return any(g == group for g, _t, _s in self.controller.share_groups())
+        except Exception:  # pragma: no cover - listing is best effort
+            return False
+
+    def describe_group(self, group: str):
+        """DescribeGroups of one group → ``(error, message, DescribedGroup)``: a classic group as
+        its actor describes it; a missing or non-classic group is ``Dead`` with
+        GROUP_ID_NOT_FOUND and Kafka's message (the handler answers error 0 below v6)."""
+        from actors.consumer.classic import DescribedGroup
+
+        dead = DescribedGroup(group, "Dead", "", "", ())
+        if self.consumers is None or self._is_share_group(group):
+            return "GROUP_ID_NOT_FOUND", f"Group {group} is not a classic group.", dead
+        err, d = self.consumers.describe(group)
+        if err is not None:
+            return err, None, DescribedGroup(group, "", "", "", ())
+        if d.state == "Dead":
+            return "GROUP_ID_NOT_FOUND", f"Group {group} not found.", d
+        return None, None, d
+
+    def delete_group(self, group: str) -> str | None:
+        """DeleteGroups of one group (share or classic) → error name or ``None``."""
+        if self._is_share_group(group):
+            return self.shares.delete_group(group)[0]
+        if self.consumers is None:
+            return "GROUP_ID_NOT_FOUND"
+        return self.consumers.delete_group(group)
+
+    def consumer_delete_offsets(self, group: str, partitions):
+        """OffsetDelete: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION here and are
+        never sent to the coordinator (``KafkaApis.handleOffsetDeleteRequest``); a share group is
+        GROUP_ID_NOT_FOUND (not a classic group). Returns an ``OffsetDeleteResult``."""
+        from actors.consumer.classic import OffsetDeleteResult
+
+        if not group:
+            return OffsetDeleteResult("INVALID_GROUP_ID")
+        if self.consumers is None or self._is_share_group(group):
+            return OffsetDeleteResult("GROUP_ID_NOT_FOUND")
+        known = [(t, p) for t, p in partitions if self._known(t, p)]
+        r = self.consumers.delete_offsets(group, known)
+        if r.error is not None:
+            return r
+        got = {(t, p): e for t, p, e in r.partitions}
+        return OffsetDeleteResult(None, tuple((t, p, got.get((t, p), "UNKNOWN_TOPIC_OR_PARTITION")) for t, p in partitions))
+
+    def share_alter_offsets(self, group: str, topics):
+        """AlterShareGroupOffsets of one share group (an empty id: INVALID_GROUP_ID)."""
+        if not group:
+            return "INVALID_GROUP_ID", None, []
+        return self.shares.alter_offsets(group, topics)
+
+    def share_delete_offsets(self, group: str, topics):
+        """DeleteShareGroupOffsets of one share group (an empty id: INVALID_GROUP_ID)."""
+        if not group:
+            return "INVALID_GROUP_ID", None, []
+        return self.shares.delete_offsets(group, topics)
+
     # -- status -------------------------------------------------------------------------------
     def status(self) -> dict[str, Any]:
         """Counts for ``app.py status``."""

@@ -4,7 +4,9 @@ Only what is implemented is advertised (``SUPPORTED``). The version ranges were 
 kio 0.6.5's schemas and what librdkafka 2.16 (confluent-kafka 2.16.1) sends (observed:
 ApiVersions 3, Metadata 12, CreateTopics 4, DeleteTopics 4, DescribeConfigs 1,
 IncrementalAlterConfigs 1, Produce 9, Fetch 12, ListOffsets 7, FindCoordinator 2, ListGroups 5,
-ShareGroupHeartbeat 1, ShareFetch 1, ShareAcknowledge 1, DeleteRecords 2, CreatePartitions 2). A request for any other key or version
+ShareGroupHeartbeat 1, ShareFetch 1, ShareAcknowledge 1, DeleteRecords 2, CreatePartitions 2,
+DescribeGroups 5, DeleteGroups 2; ``describe_consumer_groups`` asks ConsumerGroupDescribe 69 first
+only when it is advertised). A request for any other key or version
 is answered UNSUPPORTED_VERSION (35): ApiVersions as v0 with the table (KIP-511); anything else
 with the response header and the int16 error code (no API-specific body can be built for a
 version we have no schema for), and the connection stays open since the frame was well
@@ -18,7 +20,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import acls, admin, authz, groups, records, sasl, scram, share
+from wire import acls, admin, authz, group_admin, groups, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response, preload
 from wire.server import Connection, Dispatcher
@@ -66,6 +68,12 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     12: (0, 4),  # Heartbeat
     13: (0, 5),  # LeaveGroup (v3+: batch)
     14: (0, 5),  # SyncGroup
+    # group admin (wire.group_admin): Kafka 4's ranges
+    15: (0, 6),  # DescribeGroups (v3+: authorized operations; v6: GROUP_ID_NOT_FOUND for missing groups)
+    42: (0, 2),  # DeleteGroups (classic and share groups)
+    47: (0, 0),  # OffsetDelete
+    91: (0, 0),  # AlterShareGroupOffsets
+    92: (0, 0),  # DeleteShareGroupOffsets
 }
 
 API_NAMES = {
@@ -102,6 +110,11 @@ API_NAMES = {
     12: "Heartbeat",
     13: "LeaveGroup",
     14: "SyncGroup",
+    15: "DescribeGroups",
+    42: "DeleteGroups",
+    47: "OffsetDelete",
+    91: "AlterShareGroupOffsets",
+    92: "DeleteShareGroupOffsets",
 }
 
 
@@ -175,6 +188,12 @@ class KafkaDispatcher(Dispatcher):
             12: lambda r, c: groups.heartbeat(r, backend),
             13: lambda r, c: groups.leave_group(r, backend),
             14: lambda r, c: groups.sync_group(r, backend),
+            # group admin
+            15: lambda r, c: group_admin.describe_groups(r, backend, self.authorizer),
+            42: lambda r, c: group_admin.delete_groups(r, backend),
+            47: lambda r, c: group_admin.offset_delete(r, backend),
+            91: lambda r, c: group_admin.alter_share_group_offsets(r, backend),
+            92: lambda r, c: group_admin.delete_share_group_offsets(r, backend),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:

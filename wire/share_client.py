@@ -72,6 +72,13 @@ def _err(name: str | None) -> str | None:
     return None if not name or name == "NONE" else name
 
 
+def _reply_error(r: Any) -> str | None:
+    """The error of an admin reply (``ShareGroupStateDeleted``, ``Failure``, ``NotReady``)."""
+    if type(r).__name__ == "NotReady":
+        return "COORDINATOR_LOAD_IN_PROGRESS"
+    return _err(getattr(r, "error", "UNKNOWN_SERVER_ERROR"))
+
+
 #: AcknowledgeType RELEASE (KIP-932): the record goes back to AVAILABLE for any member
 _RELEASE = 2
 
@@ -532,6 +539,105 @@ class ShareClient:
         except InvalidConfig as exc:
             return exc.error, str(exc)
         return None, None
+
+    # ------------------------------------------------------------------ group admin (42, 91, 92)
+    def _forget_positions(self, group: str) -> None:
+        """Drop the listener's cached next fetch offsets of ``group`` (its share-partition state
+        was replaced or deleted; the actor would answer ``refetch_from`` anyway)."""
+        with self._lock:
+            for d in (self._next, self._reset):
+                for k in [k for k in d if k[0] == group]:
+                    del d[k]
+
+    def delete_group(self, group: str) -> tuple[str | None, str | None]:
+        """DeleteGroups of a share group → ``(error, message)``: an EMPTY group's share-partition
+        state and the group are deleted (``ShareStateDeleted`` per partition, then
+        ``ShareGroupDeleted``, in one append: KIP-932 DeleteShareGroupState); then the controller
+        drops it from the census and stops its actor, so the id starts afresh. GROUP_ID_NOT_FOUND
+        for a group that does not exist, NON_EMPTY_GROUP while it has members."""
+        from actors.share.messages import DeleteShareGroupState
+
+        try:
+            r = self._ask(group, DeleteShareGroupState(group), create=False)
+        except GroupRefused as exc:
+            return exc.error, exc.message
+        except ActorTimeout as exc:
+            return "COORDINATOR_NOT_AVAILABLE", str(exc)
+        err = _reply_error(r)
+        if err is not None:
+            return err, getattr(r, "message", None) or None
+        self._forget_positions(group)
+        with self._lock:
+            for k in [k for k in self._session_parts if k[0] == group]:
+                del self._session_parts[k]
+            getattr(self, "_lock_ms", {}).pop(group, None)  # its configs went with it
+        self.controller.forget_share_group(group)
+        return None, None
+
+    def alter_offsets(self, group: str, topics: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> tuple[str | None, str | None, list]:
+        """AlterShareGroupOffsets: ``topics`` ``(name, [(partition, start offset)])`` →
+        ``(error, message, [(name, topic uuid or None, [(partition, error, message)])])``. Unknown
+        topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION here (Kafka's
+        ``completeAlterShareGroupOffsets``); the rest go to the group's actor in one message."""
+        from actors.share.messages import AlterShareGroupOffsets
+
+        infos = {t.name: t for t in self.controller.cached_topics([n for n, _ in topics])}
+        wanted: list[tuple[str, int, int]] = []
+        for name, parts in topics:
+            info = infos.get(name)
+            if info is not None:
+                wanted.extend((str(info.topic_id), int(p), int(o)) for p, o in parts if 0 <= p < info.partitions)
+        results: dict[tuple[str, int], tuple[str | None, str | None]] = {}
+        if wanted:
+            try:
+                r = self._ask(group, AlterShareGroupOffsets(group, tuple(wanted)), create=False)
+            except GroupRefused as exc:
+                return exc.error, exc.message, []
+            except ActorTimeout as exc:
+                return "COORDINATOR_NOT_AVAILABLE", str(exc), []
+            if _reply_error(r):
+                return _reply_error(r), getattr(r, "message", None) or None, []
+            results = {(pr.topic_id, pr.partition): (_err(pr.error), pr.message or None) for pr in r.partitions}
+            self._forget_positions(group)
+        out = []
+        unknown = ("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
+        for name, parts in topics:
+            info = infos.get(name)
+            if info is None:
+                out.append((name, None, [(p, *unknown) for p, _o in parts]))
+                continue
+            tid = str(info.topic_id)
+            out.append((name, info.topic_id, [(p, *results.get((tid, int(p)), unknown)) for p, _o in parts]))
+        return None, None, out
+
+    def delete_offsets(self, group: str, topics: Sequence[str]) -> tuple[str | None, str | None, list]:
+        """DeleteShareGroupOffsets: ``topics`` names → ``(error, message, [(name, topic uuid or
+        None, error, message)])``: the topics the group has share-partition state for are deleted
+        (it initialises them again from ``share.auto.offset.reset``); a topic without state is
+        UNKNOWN_TOPIC_OR_PARTITION "There is no offset information to delete.", an unknown topic
+        UNKNOWN_TOPIC_OR_PARTITION (Kafka's ``sharePartitionsEligibleForOffsetDeletion``)."""
+        from actors.share.messages import DeleteShareGroupOffsets
+
+        infos = {t.name: t for t in self.controller.cached_topics(list(topics))}
+        ids = tuple(dict.fromkeys(str(infos[n].topic_id) for n in topics if n in infos))
+        try:
+            r = self._ask(group, DeleteShareGroupOffsets(group, ids), create=False)
+        except GroupRefused as exc:
+            return exc.error, exc.message, []
+        except ActorTimeout as exc:
+            return "COORDINATOR_NOT_AVAILABLE", str(exc), []
+        if _reply_error(r):
+            return _reply_error(r), getattr(r, "message", None) or None, []
+        by_id = {pr.topic_id: (_err(pr.error), pr.message or None) for pr in r.partitions}
+        self._forget_positions(group)
+        out = []
+        for name in dict.fromkeys(topics):
+            info = infos.get(name)
+            if info is None:
+                out.append((name, None, "UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition."))
+            else:
+                out.append((name, info.topic_id, *by_id.get(str(info.topic_id), ("UNKNOWN_SERVER_ERROR", None))))
+        return None, None, out
 
     def _ask_live(self, group: str, msg: Any) -> Any:
         """Ask ``group``'s actor only if it is running (:meth:`ControllerClient.live_share_group`);

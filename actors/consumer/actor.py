@@ -22,6 +22,8 @@ requests get ``NotReady``. Members restored from the last GroupMetadata event ge
 timers. If an append is refused, the requester and every parked request answered by that decision
 get ``Failure`` (COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR when another writer appended, and the
 actor then recovers again) — the classic soft state is not rolled back, so members rejoin.
+Group admin (DescribeGroups, DeleteGroups, OffsetDelete) goes through the same step; a deleted
+group's events are applied once durable and leave the actor with a never-created group.
 The actor does not passivate and takes no snapshots (a classic group's stream is small:
 one event per generation and per OffsetCommit request).
 """
@@ -38,7 +40,7 @@ from actors.consumer import messages as m
 from actors.consumer.classic import ClassicConfig, ClassicGroup, Outcome
 from actors.messages import Configure, Configured, Failure, NotReady
 from events.codec import decode_recorded, new_event
-from events.consumer_group import OffsetsCommitted, stream_id_for
+from events.consumer_group import ConsumerGroupDeleted, OffsetsCommitted, OffsetsDeleted, stream_id_for
 from store.event_log import AppendRequest, AppendResult
 
 __all__ = ["ConsumerGroupActor"]
@@ -169,6 +171,8 @@ class ConsumerGroupActor(EventSourcedActor):
 
         def done(results: list[AppendResult] | PersistError) -> None:
             if isinstance(results, PersistError):
+                if self._group is not None and any(isinstance(e, ConsumerGroupDeleted) for e in out.events):
+                    self._group.undo_delete(now)
                 if results.error == "CONCURRENCY":
                     self._ready = False
                     self._recovery_gen += 1
@@ -179,7 +183,7 @@ class ConsumerGroupActor(EventSourcedActor):
                 return
             assert self._group is not None
             for e in out.events:
-                if isinstance(e, OffsetsCommitted):
+                if isinstance(e, (OffsetsCommitted, OffsetsDeleted, ConsumerGroupDeleted)):
                     self._group.apply(e)
             self._version = results[0].last_version
             deliver(None)
@@ -240,3 +244,18 @@ class ConsumerGroupActor(EventSourcedActor):
         """→ ``ConsumerGroupSummary`` (state, protocol type, member count)."""
         self._run(msg, sender, lambda g, now: Outcome(reply=m.ConsumerGroupSummary(
             g.group_id, g.describe_state(), g.protocol_type or "", g.exists, len(g.members))))
+
+    # ------------------------------------------------------------------ group admin
+
+    def receiveMsg_DescribeGroupCmd(self, msg: m.DescribeGroupCmd, sender: Any) -> None:
+        """DescribeGroups → ``DescribedGroup`` (``Dead`` for a group that does not exist)."""
+        self._run(msg, sender, lambda g, now: Outcome(reply=g.describe()))
+
+    def receiveMsg_DeleteGroupCmd(self, msg: m.DeleteGroupCmd, sender: Any) -> None:
+        """DeleteGroups → ``DeleteGroupResult`` once the tombstones are durable; the group is then
+        forgotten (the id may be used again as a new group)."""
+        self._run(msg, sender, lambda g, now: g.delete_group(now))
+
+    def receiveMsg_OffsetDeleteCmd(self, msg: m.OffsetDeleteCmd, sender: Any) -> None:
+        """OffsetDelete → ``OffsetDeleteResult`` once the tombstones are durable."""
+        self._run(msg, sender, lambda g, now: g.delete_offsets(list(msg.partitions)))

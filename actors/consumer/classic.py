@@ -18,6 +18,12 @@ As in Kafka, classic membership between GroupMetadata records is soft state chan
 :meth:`ClassicGroup.apply` of an :class:`~events.consumer_group.OffsetsCommitted` event, after the
 actor has appended it; :meth:`ClassicGroup.apply` of a GroupMetadata event rebuilds the group on
 recovery (members then get fresh session timers, as Kafka's ``onLoaded`` does).
+
+Group admin (reference §7.3, §8): :meth:`ClassicGroup.describe` (DescribeGroups),
+:meth:`ClassicGroup.delete_group` (DeleteGroups: :class:`~events.consumer_group.OffsetsDeleted`
+then :class:`~events.consumer_group.ConsumerGroupDeleted`, after which the id is a new group) and
+:meth:`ClassicGroup.delete_offsets` (OffsetDelete, with the members' ConsumerProtocol
+subscriptions parsed by :func:`parse_subscription_topics`).
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ from events.consumer_group import (
     ClassicGroupMetadataRecorded,
     ClassicMemberMetadata,
     CommittedOffset,
+    ConsumerGroupDeleted,
+    DeletedOffset,
     OffsetsCommitted,
+    OffsetsDeleted,
 )
 
 __all__ = [
@@ -40,7 +49,11 @@ __all__ = [
     "ClassicGroup",
     "ClassicMember",
     "CommitPartition",
+    "DeleteGroupResult",
+    "DescribedGroup",
+    "DescribedMember",
     "FetchedOffset",
+    "OffsetDeleteResult",
     "HeartbeatResult",
     "JoinGroupResult",
     "JoinedMember",
@@ -274,7 +287,10 @@ class ClassicGroup:
         """Fold one event of the group's stream. ``OffsetsCommitted`` stores the offsets (live and
         on recovery). ``ClassicGroupMetadataRecorded`` restores the group (recovery only: live, the
         decider has already changed the soft state it records): Stable with the recorded members if any (their session timers start
-        at the next :meth:`touch_all`), otherwise Empty. Other events are ignored."""
+        at the next :meth:`touch_all`), otherwise Empty. ``OffsetsDeleted`` and
+        ``ConsumerGroupDeleted``: :meth:`_apply_admin`. Other events are ignored."""
+        if self._apply_admin(ev):
+            return
         self.exists = True
         if isinstance(ev, OffsetsCommitted):
             for o in ev.offsets:
@@ -804,3 +820,189 @@ class ClassicGroup:
         """The group state's display name (``ClassicGroupState``): Empty, PreparingRebalance,
         CompletingRebalance, Stable, Dead."""
         return self.state
+
+    # ------------------------------------------------------------------ group admin
+    # DescribeGroups (15), DeleteGroups (42), OffsetDelete (47): reference §7.3 and §8.
+
+    def _apply_admin(self, ev: DomainEvent) -> bool:
+        """Fold the group-admin events; ``True`` when ``ev`` was one. ``OffsetsDeleted`` drops the
+        listed offsets; ``ConsumerGroupDeleted`` forgets the whole group (members, generation,
+        protocol, offsets, timers), so the id starts afresh as a group that never existed."""
+        if isinstance(ev, OffsetsDeleted):
+            for d in ev.partitions:
+                self.offsets.pop((d.topic, d.partition), None)
+            return True
+        if isinstance(ev, ConsumerGroupDeleted):
+            self._forget()
+            return True
+        return False
+
+    def _forget(self) -> None:
+        """Back to the state of a group that was never created (the config and id factory stay)."""
+        ClassicGroup.__init__(self, self.group_id, self.config, self._new_id)
+
+    def describe(self) -> "DescribedGroup":
+        """DescribeGroups (GMM ``describeGroups``): a missing (or Dead) group is state ``Dead``
+        with no error. Stable: protocol data is the protocol name and members carry metadata
+        and assignment; any other state: protocol data "" and members carry the assignment only."""
+        if not self.exists or self.state == DEAD:
+            return DescribedGroup(self.group_id, DEAD, "", "", ())
+        stable = self.state == STABLE
+        members = tuple(
+            DescribedMember(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                            m.metadata(self.protocol) if stable else b"", m.assignment)
+            for m in self.members.values()
+        )
+        return DescribedGroup(self.group_id, self.state, self.protocol_type or "",
+                              (self.protocol or "") if stable else "", members)
+
+    def delete_group(self, now_ms: int) -> Outcome:
+        """DeleteGroups of this group (CG ``validateDeleteGroup``, GCSh ``deleteGroups``):
+        missing or Dead → GROUP_ID_NOT_FOUND; not Empty → NON_EMPTY_GROUP; otherwise every
+        committed offset is tombstoned (one :class:`OffsetsDeleted`, when there are any) and then
+        the group (:class:`ConsumerGroupDeleted`). The group is Dead until those events are
+        applied (a JoinGroup or OffsetCommit meanwhile gets COORDINATOR_NOT_AVAILABLE and
+        retries); applying ``ConsumerGroupDeleted`` makes the id a new, never-created group."""
+        if not self.exists or self.state == DEAD:
+            return Outcome(reply=DeleteGroupResult("GROUP_ID_NOT_FOUND"))
+        if self.state != EMPTY:
+            return Outcome(reply=DeleteGroupResult("NON_EMPTY_GROUP"))
+        out = Outcome(reply=DeleteGroupResult(None))
+        if self.offsets:
+            out.events.append(OffsetsDeleted(self.group_id, tuple(DeletedOffset(t, p) for t, p in sorted(self.offsets))))
+        out.events.append(ConsumerGroupDeleted(self.group_id))
+        self._transition(DEAD, now_ms)
+        return out
+
+    def undo_delete(self, now_ms: int) -> None:
+        """The append of a :meth:`delete_group` decision was refused: the group is Empty again."""
+        if self.state == DEAD and self.exists:
+            self._transition(EMPTY, now_ms)
+
+    def subscribed_topics(self) -> set[str] | None:
+        """The topics the members subscribe to (CG ``computeSubscribedTopics``): ``None`` unless
+        the protocol type is ``consumer``; the empty set without members; ``None`` while no
+        protocol is selected or when a member's ConsumerProtocolSubscription cannot be parsed."""
+        if self.protocol_type != "consumer":
+            return None
+        if not self.members:
+            return set()
+        if not self.protocol:
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            parsed = parse_subscription_topics(m.metadata(self.protocol))
+            if parsed is None:
+                return None
+            topics.update(parsed)
+        return topics
+
+    def is_subscribed_to(self, topic: str) -> bool:
+        """CG ``isSubscribedToTopic``: when the subscriptions are unknown (:meth:`subscribed_topics`
+        is ``None``) a ``consumer`` group counts as subscribed to every topic, any other group
+        to none."""
+        return _subscribed(topic, self.subscribed_topics(), self.protocol_type)
+
+    def delete_offsets(self, partitions: list[tuple[str, int]]) -> Outcome:
+        """OffsetDelete (OMM ``deleteOffsets``, CG ``validateOffsetDelete``): missing or Dead →
+        GROUP_ID_NOT_FOUND; a non-Empty group whose protocol type is not ``consumer`` →
+        NON_EMPTY_GROUP. Per topic: GROUP_SUBSCRIBED_TO_TOPIC on every partition of a topic the
+        group is subscribed to; otherwise NONE, and a tombstone (one :class:`OffsetsDeleted` for
+        the request) only where an offset exists. Reply :class:`OffsetDeleteResult` in request
+        order."""
+        if not self.exists or self.state == DEAD:
+            return Outcome(reply=OffsetDeleteResult("GROUP_ID_NOT_FOUND"))
+        if self.state != EMPTY and self.protocol_type != "consumer":
+            return Outcome(reply=OffsetDeleteResult("NON_EMPTY_GROUP"))
+        subscribed = self.subscribed_topics()
+        results = []
+        gone = []
+        for t, p in partitions:
+            if _subscribed(t, subscribed, self.protocol_type):
+                results.append((t, p, "GROUP_SUBSCRIBED_TO_TOPIC"))
+                continue
+            results.append((t, p, None))
+            if (t, p) in self.offsets and DeletedOffset(t, p) not in gone:
+                gone.append(DeletedOffset(t, p))
+        out = Outcome(reply=OffsetDeleteResult(None, tuple(results)))
+        if gone:
+            out.events.append(OffsetsDeleted(self.group_id, tuple(gone)))
+        return out
+
+
+# ---------------------------------------------------------------------------------- admin results
+
+
+@dataclass(frozen=True)
+class DescribedMember:
+    """A member as DescribeGroups shows it (``metadata`` b"" unless the group is Stable)."""
+
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class DescribedGroup:
+    """DescribeGroups of one classic group: state display name (``Dead`` when missing), protocol
+    type ("" when none), protocol data (the protocol name when Stable, else ""), members."""
+
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[DescribedMember, ...]
+
+
+@dataclass(frozen=True)
+class DeleteGroupResult:
+    """DeleteGroups of one group: ``error`` ``None`` (deleted), GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP."""
+
+    error: str | None
+
+
+@dataclass(frozen=True)
+class OffsetDeleteResult:
+    """OffsetDelete: a group-level ``error`` (then no partitions) or per partition
+    ``(topic, partition, error)`` in request order."""
+
+    error: str | None
+    partitions: tuple[tuple[str, int, str | None], ...] = ()
+
+
+def _subscribed(topic: str, subscribed: set[str] | None, protocol_type: str | None) -> bool:
+    if subscribed is None:
+        return protocol_type == "consumer"
+    return topic in subscribed
+
+
+def parse_subscription_topics(data: bytes) -> list[str] | None:
+    """The topics of a ConsumerProtocolSubscription (``ConsumerProtocolSubscription.json``: a
+    non-flexible schema, int16 version, then ``Topics`` as an int32 count of int16-length UTF-8
+    strings; later fields are not needed). ``None`` when the bytes do not parse (Kafka's
+    ``SchemaException``)."""
+    try:
+        if len(data) < 6:
+            return None
+        version = int.from_bytes(data[0:2], "big", signed=True)
+        if version < 0:
+            return None
+        n = int.from_bytes(data[2:6], "big", signed=True)
+        if n < 0:
+            return None
+        pos, out = 6, []
+        for _ in range(n):
+            if pos + 2 > len(data):
+                return None
+            ln = int.from_bytes(data[pos:pos + 2], "big", signed=True)
+            pos += 2
+            if ln < 0 or pos + ln > len(data):
+                return None
+            out.append(data[pos:pos + ln].decode("utf-8"))
+            pos += ln
+        return out
+    except (UnicodeDecodeError, ValueError):
+        return None

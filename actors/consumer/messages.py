@@ -13,12 +13,15 @@ from actors.consumer.classic import CommitPartition, FetchedOffset, LeaveMember
 
 __all__ = [
     "ConsumerGroupSummary",
+    "DeleteGroupCmd",
     "DescribeConsumerGroup",
+    "DescribeGroupCmd",
     "HeartbeatCmd",
     "JoinGroupCmd",
     "LeaveGroupCmd",
     "OffsetCommitCmd",
     "OffsetFetchCmd",
+    "OffsetDeleteCmd",
     "OffsetFetchReply",
     "SyncGroupCmd",
 ]
@@ -119,3 +122,30 @@ class ConsumerGroupSummary:
     protocol_type: str
     exists: bool
     members: int
+
+
+# -- group admin (DescribeGroups 15, DeleteGroups 42, OffsetDelete 47) ----------------------------
+
+
+@dataclass(frozen=True)
+class DescribeGroupCmd:
+    """DescribeGroups of one group → :class:`actors.consumer.classic.DescribedGroup`."""
+
+    group_id: str
+
+
+@dataclass(frozen=True)
+class DeleteGroupCmd:
+    """DeleteGroups of one group → :class:`actors.consumer.classic.DeleteGroupResult` once the
+    tombstones are durable."""
+
+    group_id: str
+
+
+@dataclass(frozen=True)
+class OffsetDeleteCmd:
+    """OffsetDelete: ``partitions`` ``(topic, partition)`` of known topics →
+    :class:`actors.consumer.classic.OffsetDeleteResult` once the tombstones are durable."""
+
+    group_id: str
+    partitions: tuple[tuple[str, int], ...]

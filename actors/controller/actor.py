@@ -98,6 +98,7 @@ from actors.controller.messages import (
     StateDump,
     StateDumpRequest,
     StopChild,
+    ForgetShareGroup,
     SubscribeFrontiers,
     TopicMetadata,
 )
@@ -113,8 +114,7 @@ from actors.controller.state import (
     decide,
 )
 from actors.controller.supervision import ChildRecord, Supervisor
-from actors.share.limits import STREAM_PREFIX as SHARE_STREAM_PREFIX
-from actors.share.limits import admit_share_group, census_from_stream_ids, max_groups_from
+from actors.share.limits import admit_share_group, census_from_log, max_groups_from
 from actors.messages import (
     AppendFailed,
     Configure,
@@ -233,7 +233,7 @@ class ControllerActor(EventSourcedActor):
             elog = self.event_log
             self.state = self._recover(elog)
             self._max_share_groups = max_groups_from(self._config)
-            self._share_groups = census_from_stream_ids(elog.stream_ids(SHARE_STREAM_PREFIX))
+            self._share_groups = census_from_log(elog)
         except Exception as exc:
             log.exception("controller recovery failed")
             self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"recovery failed: {type(exc).__name__}: {exc}"))
@@ -696,6 +696,11 @@ class ControllerActor(EventSourcedActor):
             return
         rec.stopping = True
         self._passivations += 1
+
+    def receiveMsg_ForgetShareGroup(self, msg: ForgetShareGroup, sender: Any) -> None:
+        """A share group was deleted: out of the census, and its actor stopped → :class:`ChildStopped`."""
+        self._share_groups.discard(msg.name)
+        self.receiveMsg_StopChild(StopChild("share", msg.name), sender)
 
     def receiveMsg_StopChild(self, msg: StopChild, sender: Any) -> None:
         """Stop a child on purpose → :class:`ChildStopped` once it exited."""

@@ -50,6 +50,7 @@ from actors.controller.scram import AlterResult, DescribeResult, ScramCredential
 from actors.messages import _Msg
 
 __all__ = [
+    "ForgetShareGroup",
     "CreatePartitionsReply",
     "CreatePartitionsRequest",
     "AlterUserScramCredentialsReply",
@@ -471,6 +472,18 @@ class ChildKindRegistered(_Msg):
 
     def __init__(self, kind: str) -> None:
         self.kind = kind
+
+
+class ForgetShareGroup(_Msg):
+    """Share group ``name`` was deleted (DeleteGroups appended ``ShareGroupDeleted`` to its
+    stream): drop it from the census (it no longer counts against ``group.share.max.groups``, and
+    only a request that may create a group starts it again) and stop its actor (the next one
+    recovers the stream, which ends deleted, as a fresh group). Reply :class:`ChildStopped`."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 class StopChild(_Msg):

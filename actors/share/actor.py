@@ -896,7 +896,10 @@ class ShareGroupActor(EventSourcedActor):
         def body(now: int) -> None:
             assert self._state is not None
             st = self._state
-            if not st.membership.exists and not st.partitions:
+            # a group that only has configs (Shoal's alter of an unknown group creates it, see
+            # actors.share.limits) can be deleted too: that is how its place in the census is freed
+            configured = msg.partitions is None and bool(st.membership.configs.as_dict())
+            if not st.membership.exists and not st.partitions and not configured:
                 self.send(sender, m.ShareGroupStateDeleted(self._group_id, "GROUP_ID_NOT_FOUND", f"Group {self._group_id} not found."))
                 return
             if st.membership.members:
@@ -910,6 +913,68 @@ class ShareGroupActor(EventSourcedActor):
             results = tuple(m.PartitionResult(t, p) for t, p in keys)
             self._commit(events,
                          lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", results)),
+                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+
+        self._handle(msg, sender, body)
+
+    def _admin_refusal(self) -> m.ShareGroupStateDeleted | None:
+        """The group-level refusal of an offsets admin request (Kafka ``ShareGroup.validateEmptyGroup``
+        after ``GroupMetadataManager.shareGroup``): GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or ``None``."""
+        assert self._state is not None
+        st = self._state
+        if not st.membership.exists and not st.partitions:
+            return m.ShareGroupStateDeleted(self._group_id, "GROUP_ID_NOT_FOUND", f"Group {self._group_id} not found.")
+        if st.membership.members:
+            return m.ShareGroupStateDeleted(self._group_id, "NON_EMPTY_GROUP", f"Share group {self._group_id} is not empty.")
+        return None
+
+    def receiveMsg_AlterShareGroupOffsets(self, msg: m.AlterShareGroupOffsets, sender: Any) -> None:
+        """AlterShareGroupOffsets: one ``SharePartitionInitialized`` per partition at the new start
+        offset (state batches dropped, state epoch the group epoch), in one append; a negative
+        offset is INVALID_REQUEST for its partition. Reply :class:`ShareGroupStateDeleted`."""
+        def body(now: int) -> None:
+            assert self._state is not None
+            refusal = self._admin_refusal()
+            if refusal is not None:
+                self.send(sender, refusal)
+                return
+            events: list[DomainEvent] = []
+            results = []
+            epoch = self._state.membership.group_epoch
+            for tid, p, start in msg.partitions:
+                if start < 0:
+                    results.append(m.PartitionResult(tid, p, "INVALID_REQUEST", f"start offset {start} is negative"))
+                    continue
+                work = SharePartition(self._group_id, tid, p, delivery_count_limit=self._broker.delivery_count_limit,
+                                      max_in_flight_records=self._broker.partition_max_record_locks)
+                events.extend(work.decide_initialize(start, state_epoch=epoch))
+                results.append(m.PartitionResult(tid, p))
+            self._commit(events,
+                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", tuple(results))),
+                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+
+        self._handle(msg, sender, body)
+
+    def receiveMsg_DeleteShareGroupOffsets(self, msg: m.DeleteShareGroupOffsets, sender: Any) -> None:
+        """DeleteShareGroupOffsets: ``ShareStateDeleted`` for every initialised partition of the
+        topics, in one append. Reply :class:`ShareGroupStateDeleted` (one result per topic)."""
+        def body(now: int) -> None:
+            assert self._state is not None
+            refusal = self._admin_refusal()
+            if refusal is not None:
+                self.send(sender, refusal)
+                return
+            events: list[DomainEvent] = []
+            results = []
+            for tid in dict.fromkeys(msg.topic_ids):
+                keys = sorted(k for k in self._state.partitions if k[0] == tid)
+                if not keys:
+                    results.append(m.PartitionResult(tid, -1, "UNKNOWN_TOPIC_OR_PARTITION", "There is no offset information to delete."))
+                    continue
+                events.extend(ShareStateDeleted(self._group_id, t, p) for t, p in keys)
+                results.append(m.PartitionResult(tid, -1))
+            self._commit(events,
+                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", tuple(results))),
                          lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
 
         self._handle(msg, sender, body)

@@ -40,7 +40,15 @@ from typing import AbstractSet, Any, Mapping
 
 from actors.share.config import BROKER_SHARE_CONFIG_DEFS
 
-__all__ = ["GroupRefusal", "admit_share_group", "max_groups_from", "census_from_stream_ids", "STREAM_PREFIX"]
+__all__ = [
+    "GroupRefusal",
+    "admit_share_group",
+    "max_groups_from",
+    "census_from_stream_ids",
+    "census_from_log",
+    "deleted_by_tail",
+    "STREAM_PREFIX",
+]
 
 #: Prefix of a share group's event stream (``events.share_group.stream_id_for``).
 STREAM_PREFIX = "share-group:"
@@ -90,3 +98,41 @@ def max_groups_from(config: Mapping[str, Any]) -> int:
 def census_from_stream_ids(stream_ids: list[str] | tuple[str, ...]) -> set[str]:
     """The group ids of the share-group streams among ``stream_ids`` (others are ignored)."""
     return {s[len(STREAM_PREFIX):] for s in stream_ids if s.startswith(STREAM_PREFIX)}
+
+
+#: The event type of ``events.share_group.ShareGroupDeleted`` (DeleteGroups of a share group).
+SHARE_GROUP_DELETED = "share_group.ShareGroupDeleted"
+#: Audit-only events that may follow a deletion without re-creating the group.
+_AUDIT_ONLY = frozenset({"share_group.ShareSessionOpened", "share_group.ShareSessionClosed"})
+
+
+def deleted_by_tail(tail_event_types: list[str] | tuple[str, ...]) -> bool | None:
+    """Whether a share-group stream whose last events have the types ``tail_event_types`` (oldest
+    first) ends with its group deleted: the newest event that is not audit-only (share sessions
+    opened/closed) is ``ShareGroupDeleted``. ``None`` when the tail holds only audit events (look
+    further back)."""
+    for t in reversed(tail_event_types):
+        if t in _AUDIT_ONLY:
+            continue
+        return t == SHARE_GROUP_DELETED
+    return None
+
+
+def census_from_log(elog: Any, tail: int = 16) -> set[str]:
+    """The census from an event log (:class:`store.event_log.EventLog`): the share-group streams
+    whose group was not deleted (DeleteGroups appends ``ShareGroupDeleted``; a group deleted and
+    never used again does not count against ``group.share.max.groups``). Reads the last ``tail``
+    events of each stream (more while they are only audit events)."""
+    out = set()
+    for sid in elog.stream_ids(STREAM_PREFIX):
+        if not sid.startswith(STREAM_PREFIX):
+            continue
+        end = elog.stream_version(sid)
+        deleted: bool | None = None
+        while deleted is None and end > 0:
+            start = max(1, end - tail + 1)
+            deleted = deleted_by_tail([r.event_type for r in elog.read_stream(sid, start, end)])
+            end = start - 1
+        if not deleted:
+            out.add(sid[len(STREAM_PREFIX):])
+    return out

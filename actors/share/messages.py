@@ -34,6 +34,8 @@ from actors.messages import _Msg
 
 __all__ = [
     "AlterGroupConfigs",
+    "AlterShareGroupOffsets",
+    "DeleteShareGroupOffsets",
     "DeleteShareGroupState",
     "DescribeGroupConfigs",
     "DescribeShareGroup",
@@ -398,6 +400,36 @@ class ShareGroupStateDeleted(_Msg):
         self.error = error
         self.message = message
         self.partitions = tuple(partitions)
+
+
+class AlterShareGroupOffsets(_Msg):
+    """AlterShareGroupOffsets (91): set the share-partition start offset of ``partitions``
+    ``((topic id, partition, start offset), …)`` (known partitions only: the listener answers the
+    others). Needs the group to exist (GROUP_ID_NOT_FOUND) and be EMPTY (NON_EMPTY_GROUP). Each
+    share-partition is re-initialised at the new start offset with no in-flight state (Kafka's
+    ``InitializeShareGroupState``). Reply: :class:`ShareGroupStateDeleted` (top-level error and
+    per-partition results)."""
+
+    __slots__ = ("group_id", "partitions")
+
+    def __init__(self, group_id: str, partitions: tuple[tuple[str, int, int], ...]) -> None:
+        self.group_id = group_id
+        self.partitions = tuple(partitions)
+
+
+class DeleteShareGroupOffsets(_Msg):
+    """DeleteShareGroupOffsets (92): delete the share-partition state of every initialised
+    partition of ``topic_ids``; the group then initialises them again from
+    ``share.auto.offset.reset``. Needs the group to exist and be EMPTY. Reply:
+    :class:`ShareGroupStateDeleted` whose ``partitions`` hold one :class:`PartitionResult` per
+    requested topic (partition -1): NONE, or UNKNOWN_TOPIC_OR_PARTITION "There is no offset
+    information to delete." when the group has no state for the topic."""
+
+    __slots__ = ("group_id", "topic_ids")
+
+    def __init__(self, group_id: str, topic_ids: tuple[str, ...]) -> None:
+        self.group_id = group_id
+        self.topic_ids = tuple(topic_ids)
 
 
 class GetShareGroupState(_Msg):

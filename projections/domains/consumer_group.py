@@ -7,6 +7,12 @@ its members are those of the stream's last ``ClassicGroupMetadataRecorded`` (Kaf
 ``GroupMetadata`` record replaces the whole group; state Stable with members, else Empty); each
 partition's committed offset is the last one an ``OffsetsCommitted`` stored for it (the later
 entry within one event wins), as Kafka's ``OffsetCommit`` records replay last-writer-wins.
+
+Group admin: a stream's *current life* is what follows its last ``ConsumerGroupDeleted``
+(DeleteGroups; ``ClassicGroup.apply`` forgets the group): a deleted group that was not used again
+has no rows at all, and only later events count. An ``OffsetsDeleted`` (OffsetDelete, and the
+tombstones DeleteGroups writes first) removes a partition's offset unless a later commit stored
+one again: per partition the last of the commits and tombstones wins.
 """
 
 from __future__ import annotations
@@ -56,7 +62,10 @@ OFFSETS = SnapshotTable(
 
 
 def to_rows(stream_id: str, g) -> dict:
-    """Snapshot rows of one folded :class:`actors.consumer.classic.ClassicGroup`."""
+    """Snapshot rows of one folded :class:`actors.consumer.classic.ClassicGroup` (none for a
+    group that does not exist: deleted and not used again)."""
+    if not g.exists:
+        return {GROUPS.name: [], MEMBERS.name: [], OFFSETS.name: []}
     return {
         GROUPS.name: [{
             "stream_id": stream_id, "generation": g.generation, "state": g.state,
@@ -78,8 +87,31 @@ def to_rows(stream_id: str, g) -> dict:
 
 _VIEWS = [
     (
+        "cg_deleted",
+        "SELECT stream_id, max(position) AS pos FROM ev_consumer_group_ConsumerGroupDeleted GROUP BY stream_id",
+    ),
+    (
+        # the streams whose group exists: some metadata or commit after the last deletion
+        "cg_alive",
+        """
+SELECT DISTINCT x.stream_id FROM (
+  SELECT stream_id, position FROM ev_consumer_group_ClassicGroupMetadataRecorded
+  UNION ALL
+  SELECT stream_id, position FROM ev_consumer_group_OffsetsCommitted
+) x
+LEFT JOIN cg_deleted d ON d.stream_id = x.stream_id
+WHERE d.pos IS NULL OR x.position > d.pos
+""",
+    ),
+    (
         "cg_last_metadata",
-        "SELECT stream_id, max(position) AS pos FROM ev_consumer_group_ClassicGroupMetadataRecorded GROUP BY stream_id",
+        """
+SELECT m.stream_id, max(m.position) AS pos
+FROM ev_consumer_group_ClassicGroupMetadataRecorded m
+LEFT JOIN cg_deleted d ON d.stream_id = m.stream_id
+WHERE d.pos IS NULL OR m.position > d.pos
+GROUP BY m.stream_id
+""",
     ),
     (
         "cg_members_now",
@@ -93,7 +125,7 @@ JOIN cg_last_metadata l ON l.stream_id = m.stream_id AND l.pos = m.position
 ]
 
 _GROUPS_SQL = """
-WITH s AS (SELECT stream_id FROM event_streams WHERE domain = 'consumer_group'),
+WITH s AS (SELECT stream_id FROM cg_alive),
 mem AS (SELECT stream_id, count(*) AS n FROM cg_members_now GROUP BY stream_id)
 SELECT s.stream_id,
        COALESCE(e.generation, 0) AS generation,
@@ -108,13 +140,23 @@ LEFT JOIN mem ON mem.stream_id = s.stream_id
 _MEMBERS_SQL = "SELECT * FROM cg_members_now"
 
 _OFFSETS_SQL = """
-WITH ranked AS (
-  SELECT stream_id, topic, "partition", "offset", leader_epoch, metadata, commit_timestamp_ms,
-         row_number() OVER (PARTITION BY stream_id, topic, "partition" ORDER BY position DESC, idx DESC) AS rn
+WITH c AS (
+  SELECT stream_id, topic, "partition", "offset", leader_epoch, metadata, commit_timestamp_ms, position, idx,
+         1 AS kept
   FROM ev_consumer_group_OffsetsCommitted__offsets
+  UNION ALL
+  SELECT stream_id, topic, "partition", CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), CAST(NULL AS STRING),
+         CAST(NULL AS BIGINT), position, idx, 0 AS kept
+  FROM ev_consumer_group_OffsetsDeleted__partitions
+),
+ranked AS (
+  SELECT c.stream_id, topic, "partition", "offset", leader_epoch, metadata, commit_timestamp_ms, kept,
+         row_number() OVER (PARTITION BY c.stream_id, topic, "partition" ORDER BY position DESC, idx DESC) AS rn
+  FROM c LEFT JOIN cg_deleted d ON d.stream_id = c.stream_id
+  WHERE d.pos IS NULL OR c.position > d.pos
 )
 SELECT stream_id, topic, "partition", "offset" AS committed_offset, leader_epoch, metadata, commit_timestamp_ms
-FROM ranked WHERE rn = 1
+FROM ranked WHERE rn = 1 AND kept = 1
 """
 
 
@@ -135,7 +177,7 @@ def build() -> DomainProjection:
 
     return DomainProjection(
         name="consumer_group",
-        event_types=(ev.ClassicGroupMetadataRecorded, ev.OffsetsCommitted),
+        event_types=(ev.ClassicGroupMetadataRecorded, ev.OffsetsCommitted, ev.OffsetsDeleted, ev.ConsumerGroupDeleted),
         tables=(GROUPS, MEMBERS, OFFSETS),
         initial=initial,
         evolve=evolve,

@@ -84,3 +84,36 @@ def test_second_member_parks_until_leader_rejoins(asys, tmp_path):
     assert set(by_member) == {m1, m2}
     assert by_member[m1].generation == by_member[m2].generation == 2
     assert len(by_member[m1].members) == 2 and by_member[m2].members == ()
+
+
+def test_group_admin_delete_offsets_then_group_and_reuse_after_restart(asys, tmp_path):
+    """DescribeGroups / OffsetDelete / DeleteGroups through the actor: tombstones are durable
+    before the reply, a deleted group is forgotten live and after a restart, and the id is reused."""
+    from actors.consumer.classic import DeleteGroupResult, DescribedGroup, OffsetDeleteResult
+    from events.consumer_group import ConsumerGroupDeleted, OffsetsDeleted
+
+    url = f"sqlite:///{tmp_path}/events.db"
+    a = start(asys, url)
+    assert asys.ask(a, m.DescribeGroupCmd(G), TIMEOUT) == DescribedGroup(G, "Dead", "", "", ())
+    assert asys.ask(a, m.DeleteGroupCmd(G), TIMEOUT) == DeleteGroupResult("GROUP_ID_NOT_FOUND")
+    c = asys.ask(a, m.OffsetCommitCmd(G, "", None, -1, (CommitPartition("t", 0, 1), CommitPartition("t", 1, 2)), 9), TIMEOUT)
+    assert c.partitions == (("t", 0, None), ("t", 1, None))
+    d = asys.ask(a, m.OffsetDeleteCmd(G, (("t", 0),)), TIMEOUT)
+    assert d == OffsetDeleteResult(None, (("t", 0, None),))
+    f = asys.ask(a, m.OffsetFetchCmd(G, None), TIMEOUT)
+    assert [(o.topic, o.partition) for o in f.offsets] == [("t", 1)]
+    assert asys.ask(a, m.DescribeGroupCmd(G), TIMEOUT).state == "Empty"
+    assert asys.ask(a, m.DeleteGroupCmd(G), TIMEOUT) == DeleteGroupResult(None)
+    assert asys.ask(a, m.DescribeGroupCmd(G), TIMEOUT).state == "Dead"
+    assert asys.ask(a, m.OffsetFetchCmd(G, None), TIMEOUT).offsets == ()
+    assert asys.ask(a, m.DescribeConsumerGroup(G), TIMEOUT).exists is False
+    log = open_event_log(url)
+    evs = [decode_recorded(e) for e in log.read_stream(stream_id_for(G))]
+    assert [type(e) for e in evs[-3:]] == [OffsetsDeleted, OffsetsDeleted, ConsumerGroupDeleted]
+    # after a restart the group is still gone, and the id can be used again
+    asys.tell(a, ActorExitRequest())
+    b = start(asys, url)
+    assert asys.ask(b, m.DescribeGroupCmd(G), TIMEOUT).state == "Dead"
+    r = asys.ask(b, join_cmd(), TIMEOUT)
+    j = asys.ask(b, join_cmd(r.member_id), TIMEOUT)
+    assert j.error is None and j.generation == 1

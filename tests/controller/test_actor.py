@@ -416,6 +416,7 @@ def _samples():
         M.RegisterChildKind("k", "a.b.C", {"x": 1}),
         M.ChildKindRegistered("k"),
         M.StopChild("k", "n"),
+        M.ForgetShareGroup("g"),
         M.ChildStopped("k", "n"),
         M.StateDumpRequest(),
         M.StateDump(3, {"topics": {}}),

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from thespian.actors import ActorExitRequest
+
 from actors.controller import messages as M
 from actors.controller.actor import ControllerActor
 from actors.messages import Configure, Configured, Failure, StatusRequest
@@ -76,3 +78,30 @@ def test_other_kinds_keep_their_lookup_rules(asys, sqlite_url):
     assert isinstance(r, Failure) and r.error == "UNKNOWN_TOPIC_OR_PARTITION"
     for name in ("x", "y", "z"):  # the share limit does not apply to other kinds
         assert isinstance(asys.ask(ctl, M.ChildLookup("counter", name), T), M.ChildAddress)
+
+
+def test_forgotten_group_leaves_the_census_and_deleted_streams_are_not_counted_after_a_restart(asys, sqlite_url):
+    """DeleteGroups of a share group: ``ForgetShareGroup`` drops it from the census and stops its
+    actor, so another group fits under ``group.share.max.groups`` and the deleted id is unknown to a
+    lookup without create; after a restart a stream ending with ``ShareGroupDeleted`` (session
+    audit events after it aside) is not counted, one used again after its deletion is."""
+    from events.share_group import GroupEpochBumped, ShareGroupDeleted, ShareSessionClosed
+
+    ctl = _start(asys, sqlite_url, **{"group.share.max.groups": "1"})
+    assert isinstance(asys.ask(ctl, M.ChildLookup("share", "a"), T), M.ChildAddress)
+    assert isinstance(asys.ask(ctl, M.ChildLookup("share", "b"), T), Failure)
+    assert asys.ask(ctl, M.ForgetShareGroup("a"), T) == M.ChildStopped("share", "a")
+    assert _children(asys, ctl) == 0
+    r = asys.ask(ctl, M.ChildLookup("share", "a", create=False), T)
+    assert isinstance(r, Failure) and r.error == "GROUP_ID_NOT_FOUND"
+    assert isinstance(asys.ask(ctl, M.ChildLookup("share", "b"), T), M.ChildAddress)
+    asys.tell(ctl, ActorExitRequest())
+
+    elog = open_event_log(sqlite_url)
+    elog.append(stream_id_for("gone"), [new_event(GroupEpochBumped("gone", 1)), new_event(ShareGroupDeleted("gone")),
+                                        new_event(ShareSessionClosed("gone", "m", "expired"))])
+    elog.append(stream_id_for("back"), [new_event(ShareGroupDeleted("back")), new_event(GroupEpochBumped("back", 1))])
+    ctl = _start(asys, sqlite_url, **{"group.share.max.groups": "10"})
+    assert asys.ask(ctl, StatusRequest(), T).counts["share_groups"] == 1  # "back" only ("a", "b" never wrote)
+    assert isinstance(asys.ask(ctl, M.ChildLookup("share", "gone", create=False), T), Failure)
+    assert isinstance(asys.ask(ctl, M.ChildLookup("share", "back", create=False), T), M.ChildAddress)

@@ -812,7 +812,12 @@ def _consumer_group_events():
         cg.OffsetsCommitted, st.just("g"), st.sampled_from(["", "m1"]), st.integers(-1, 20),
         st.lists(offset, min_size=1, max_size=4).map(tuple),
     )
-    return st.one_of(metadata, commits)
+    # group admin: OffsetDelete / DeleteGroups tombstones, and the group's deletion
+    deletes = st.builds(
+        cg.OffsetsDeleted, st.just("g"),
+        st.lists(st.builds(cg.DeletedOffset, st.sampled_from(["tA", "tB"]), st.integers(0, 2)), min_size=1, max_size=3).map(tuple),
+    )
+    return st.one_of(metadata, commits, deletes, st.just(cg.ConsumerGroupDeleted("g")))
 
 
 consumer_group_logs = st.lists(

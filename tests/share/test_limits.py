@@ -57,3 +57,29 @@ def test_max_groups_default_and_range():
 def test_census_from_stream_ids_keeps_only_share_group_streams():
     ids = ["controller", "share-group:a", "share-group:b:c", "rlmm-7", "journal"]
     assert census_from_stream_ids(ids) == {"a", "b:c"}
+
+
+def test_deleted_by_tail_skips_session_audit_events():
+    from actors.share.limits import deleted_by_tail
+
+    assert deleted_by_tail(["share_group.GroupEpochBumped", "share_group.ShareGroupDeleted"]) is True
+    assert deleted_by_tail(["share_group.ShareGroupDeleted", "share_group.ShareSessionClosed", "share_group.ShareSessionOpened"]) is True
+    assert deleted_by_tail(["share_group.ShareGroupDeleted", "share_group.GroupConfigAltered"]) is False
+    assert deleted_by_tail(["share.SharePartitionInitialized"]) is False
+    assert deleted_by_tail(["share_group.ShareSessionClosed"]) is None  # look further back
+    assert deleted_by_tail([]) is None
+
+
+def test_census_from_log_reads_further_back_past_audit_events(tmp_path):
+    from actors.share.limits import census_from_log
+    from events.codec import new_event
+    from events.share_group import GroupEpochBumped, ShareGroupDeleted, ShareSessionClosed, stream_id_for
+    from store.event_log import open_event_log
+
+    log = open_event_log(f"sqlite:///{tmp_path / 'e.db'}")
+    log.append(stream_id_for("a"), [new_event(GroupEpochBumped("a", 1)), new_event(ShareGroupDeleted("a"))]
+               + [new_event(ShareSessionClosed("a", f"m{i}", "EVICTED")) for i in range(5)])
+    log.append(stream_id_for("b"), [new_event(GroupEpochBumped("b", 1))] + [new_event(ShareSessionClosed("b", f"m{i}", "EVICTED")) for i in range(5)])
+    log.append("consumer-group:c", [new_event(GroupEpochBumped("c", 1))])
+    assert census_from_log(log, tail=2) == {"b"}
+    log.close()

@@ -34,6 +34,8 @@ SAMPLES = [
     m.DescribeGroupConfigs("g"),
     m.GroupConfigsDescribed("g", {"share.session.timeout.ms": "45000"}, ("share.session.timeout.ms",)),
     m.DeleteShareGroupState("g", (("T", 0),)),
+    m.AlterShareGroupOffsets("g", (("T", 0, 5),)),
+    m.DeleteShareGroupOffsets("g", ("T",)),
     m.ShareGroupStateDeleted("g", "NON_EMPTY_GROUP", "x", (m.PartitionResult("T", 0),)),
     m.GetShareGroupState("g"),
     m.ShareGroupStateDump("g", 12, {"membership": {"a": [1, 2]}, "partitions": {"T:0": (1, 2, (3,))}}),

@@ -70,6 +70,34 @@ class _SweepBackend(FakeBackend, GroupAnswers):
     def share_group_offsets(self, group, topics):
         return None, None, [("s0", self._topics["s0"].topic_id, [(0, 5, None), (1, -1, "UNKNOWN_TOPIC_OR_PARTITION")])]
 
+    # group admin (wire.group_admin): a success and an error for each
+    def describe_group(self, group):
+        from actors.consumer.classic import DescribedGroup, DescribedMember
+
+        if group.endswith("0"):
+            return None, None, DescribedGroup(group, "Stable", "consumer", "range", (DescribedMember("m1", None, "c", "/h", b"md", b"as"), DescribedMember("m2", "i2", "c", "/h", b"", b"")))
+        return "GROUP_ID_NOT_FOUND", f"Group {group} not found.", DescribedGroup(group, "Dead", "", "", ())
+
+    def delete_group(self, group):
+        return None if group.endswith("0") else "NON_EMPTY_GROUP"
+
+    def consumer_delete_offsets(self, group, partitions):
+        from actors.consumer.classic import OffsetDeleteResult
+
+        if not partitions:
+            return OffsetDeleteResult("GROUP_ID_NOT_FOUND")
+        return OffsetDeleteResult(None, tuple((t, p, None if p == 0 else "GROUP_SUBSCRIBED_TO_TOPIC") for t, p in partitions))
+
+    def share_alter_offsets(self, group, topics):
+        if not topics:
+            return "NON_EMPTY_GROUP", "Share group is not empty.", []
+        return None, None, [(n, self._topics[n].topic_id if n in self._topics else None, [(p, None if p == 0 else "UNKNOWN_TOPIC_OR_PARTITION", None) for p, _o in ps]) for n, ps in topics]
+
+    def share_delete_offsets(self, group, topics):
+        if not topics:
+            return "GROUP_ID_NOT_FOUND", "Group not found.", []
+        return None, None, [(n, self._topics[n].topic_id if n in self._topics else None, None if n in self._topics else "UNKNOWN_TOPIC_OR_PARTITION", None) for n in topics]
+
 
 def _nullable(cls: type, name: str) -> bool:
     return NoneType in typing.get_args(typing.get_type_hints(cls)[name])
