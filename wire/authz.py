@@ -541,12 +541,10 @@ class AuthorizingBackend:
             return OffsetDeleteResult("GROUP_AUTHORIZATION_FAILED")
         allowed = {t for t in {t for t, _ in partitions} if self._ok("READ", "TOPIC", t)}
         r = self.inner.consumer_delete_offsets(group, [(t, p) for t, p in partitions if t in allowed])
-        if r.error is not None:
-            return r
         got = {(t, p): e for t, p, e in r.partitions}
-        return OffsetDeleteResult(None, tuple(
-            (t, p, got.get((t, p), "UNKNOWN_TOPIC_OR_PARTITION") if t in allowed else "TOPIC_AUTHORIZATION_FAILED")
-            for t, p in partitions))
+        return OffsetDeleteResult(r.error, tuple(
+            (t, p, got[(t, p)] if t in allowed else "TOPIC_AUTHORIZATION_FAILED")
+            for t, p in partitions if t not in allowed or (t, p) in got))
 
     def _topic_ids(self) -> dict[str, uuid.UUID]:
         return {t.name: t.topic_id for t in self.inner.topics()}

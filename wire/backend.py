@@ -1,7 +1,8 @@
 """What the Kafka handlers need from the rest of Shoal: the :class:`Backend` interface.
 
-The handlers in :mod:`wire.admin`, :mod:`wire.records` and :mod:`wire.share` translate kio
-requests into calls on a ``Backend`` and its plain results back into kio responses. The daemon's
+The handlers in :mod:`wire.admin`, :mod:`wire.records`, :mod:`wire.share`, :mod:`wire.groups` and
+:mod:`wire.group_admin` translate kio requests into calls on a ``Backend`` and its plain results
+back into kio responses. The daemon's
 implementation (:class:`wire.daemon.ShoalBackend`) sends ONE actor message per request to the
 controller or to a share-group actor (control plane) and reads/appends record bytes through the
 partition logs in the listener's own process (data plane: record bytes never pass through an

@@ -300,17 +300,20 @@ class ShoalBackend:
     def consumer_delete_offsets(self, group: str, partitions):
         """OffsetDelete: partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION here and are
         never sent to the coordinator (``KafkaApis.handleOffsetDeleteRequest``); a share group is
-        GROUP_ID_NOT_FOUND (not a classic group). Returns an ``OffsetDeleteResult``."""
+        GROUP_ID_NOT_FOUND (not a classic group). Returns an ``OffsetDeleteResult``; with a group
+        error its partitions are those answered here (Kafka merges them into the coordinator's
+        error response)."""
         from actors.consumer.classic import OffsetDeleteResult
 
-        if not group:
-            return OffsetDeleteResult("INVALID_GROUP_ID")
-        if self.consumers is None or self._is_share_group(group):
-            return OffsetDeleteResult("GROUP_ID_NOT_FOUND")
         known = [(t, p) for t, p in partitions if self._known(t, p)]
+        unknown = tuple((t, p, "UNKNOWN_TOPIC_OR_PARTITION") for t, p in partitions if (t, p) not in set(known))
+        if not group:
+            return OffsetDeleteResult("INVALID_GROUP_ID", unknown)
+        if self.consumers is None or self._is_share_group(group):
+            return OffsetDeleteResult("GROUP_ID_NOT_FOUND", unknown)
         r = self.consumers.delete_offsets(group, known)
         if r.error is not None:
-            return r
+            return OffsetDeleteResult(r.error, unknown)
         got = {(t, p): e for t, p, e in r.partitions}
         return OffsetDeleteResult(None, tuple((t, p, got.get((t, p), "UNKNOWN_TOPIC_OR_PARTITION")) for t, p in partitions))
 

@@ -13,9 +13,10 @@ Classic groups (``shared/reference/kafka-consumer-groups.md`` §7.3, §8) go to 
 * DeleteGroups: per distinct group id (share or classic): GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or
   deleted (offsets / share-partition state tombstoned, then the group); an empty id is
   INVALID_GROUP_ID (``GroupCoordinatorService.deleteGroups``).
-* OffsetDelete: group errors at the top (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP,
-  GROUP_AUTHORIZATION_FAILED; no topics then, as ``OffsetDeleteRequest.getErrorResponse``), else
-  per partition (UNKNOWN_TOPIC_OR_PARTITION, TOPIC_AUTHORIZATION_FAILED, GROUP_SUBSCRIBED_TO_TOPIC).
+* OffsetDelete: group errors at the top (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_GROUP_ID,
+  with the partitions ``KafkaApis`` answered itself, UNKNOWN_TOPIC_OR_PARTITION and
+  TOPIC_AUTHORIZATION_FAILED, merged in; GROUP_AUTHORIZATION_FAILED alone), else per partition
+  (also GROUP_SUBSCRIBED_TO_TOPIC).
 * AlterShareGroupOffsets / DeleteShareGroupOffsets: an empty share group only (NON_EMPTY_GROUP),
   top-level errors with no topics, else per partition / per topic results.
 
@@ -88,8 +89,6 @@ def offset_delete(req: DecodedRequest, backend: Any) -> Any:
     b = req.body
     wanted = [(str(t.name), int(p.partition_index)) for t in b.topics for p in t.partitions]
     r = backend.consumer_delete_offsets(str(b.group_id or ""), wanted)
-    if r.error is not None:
-        return build(cls, error_code=error_code(r.error), throttle_time=NO_THROTTLE, topics=())
     by_topic: dict[str, list[tuple[int, str | None]]] = {}
     for t, p, e in r.partitions:
         by_topic.setdefault(t, []).append((p, e))
@@ -98,7 +97,7 @@ def offset_delete(req: DecodedRequest, backend: Any) -> Any:
             nested(cls, "OffsetDeleteResponsePartition", partition_index=i32(p), error_code=error_code(e)) for p, e in parts))
         for name, parts in by_topic.items()
     )
-    return build(cls, error_code=error_code(None), throttle_time=NO_THROTTLE, topics=topics)
+    return build(cls, error_code=error_code(r.error), throttle_time=NO_THROTTLE, topics=topics)
 
 
 def _share_group_error(cls: type, err: str, msg: str | None) -> Any:

@@ -141,6 +141,8 @@ def test_classic_group_admin_with_admin_client(daemon_factory):
     r = _offset_delete(d.port, "no-such-group", other, [0])
     assert r.error_code == ErrorCode.group_id_not_found
     assert _offset_delete(d.port, "", other, [0]).error_code == ErrorCode.invalid_group_id
+    r = _offset_delete(d.port, "no-such-group", "no-such-topic", [0])  # KafkaApis' own answers are merged in
+    assert r.error_code == ErrorCode.group_id_not_found and r.topics[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
 
     c.close()  # leaves the group: Empty
     assert wait_for(lambda: _listed(a).get(group, (None,))[0] == ConsumerGroupState.EMPTY, 30)

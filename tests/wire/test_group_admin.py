@@ -173,6 +173,14 @@ def test_offset_delete_needs_delete_on_group_and_read_on_topics():
     r = b.consumer_delete_offsets("g", [("t", 0), ("u", 0)])
     assert r.partitions == (("t", 0, None), ("u", 0, "TOPIC_AUTHORIZATION_FAILED"))
     assert inner.calls[-1] == ("offset_delete", "g", [("t", 0)])
+    # a group error keeps the partitions answered outside the coordinator (KafkaApis merges them)
+    r = AuthorizingBackend(inner, make([allow("GROUP", "x", "DELETE"), allow("TOPIC", "t", "READ")])[0]).consumer_delete_offsets("x", [("t", 0), ("u", 0)])
+    assert r == OffsetDeleteResult("GROUP_ID_NOT_FOUND", (("u", 0, "TOPIC_AUTHORIZATION_FAILED"),))
+    resp = group_admin.offset_delete(req(47, 0, group_id="x", topics=_od_topics(("t", (0,)), ("u", (0,)))),
+                                     AuthorizingBackend(inner, make([allow("GROUP", "x", "DELETE"), allow("TOPIC", "t", "READ")])[0]))
+    encode_response(1, resp)
+    assert resp.error_code == ErrorCode.group_id_not_found
+    assert [(t.name, [p.error_code for p in t.partitions]) for t in resp.topics] == [("u", [ErrorCode.topic_authorization_failed])]
 
 
 def test_alter_share_offsets_needs_read_on_group_and_topics():
