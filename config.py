@@ -84,6 +84,7 @@ BROKER_DEFAULTS: dict[str, str] = {
     # -- consumer groups, KIP-848 consumer protocol (Kafka's GroupCoordinatorConfig keys and
     #    defaults; actors/consumer/modern.py). The session timeout must lie within the min/max
     #    bounds and the heartbeat interval within its bounds and below the session timeout.
+    "group.coordinator.rebalance.protocols": "classic,consumer",
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.min.session.timeout.ms": "45000",
     "group.consumer.max.session.timeout.ms": "60000",

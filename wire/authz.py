@@ -233,6 +233,10 @@ class AuthorizingBackend:
                                   partition TOPIC_AUTHORIZATION_FAILED
     consumer_fetch_offsets (9)    DESCRIBE group → GROUP_AUTHORIZATION_FAILED; DESCRIBE topic →
                                   per partition TOPIC_AUTHORIZATION_FAILED (all: left out)
+    consumer_group_heartbeat (68) READ group → GROUP_AUTHORIZATION_FAILED; DESCRIBE on every
+                                  subscribed topic → TOPIC_AUTHORIZATION_FAILED
+    consumer_group_describe (69)  DESCRIBE group → GROUP_AUTHORIZATION_FAILED; a group using a
+                                  topic the client may not DESCRIBE → TOPIC_AUTHORIZATION_FAILED
     describe_user_scram_          DESCRIBE cluster → CLUSTER_AUTHORIZATION_FAILED (the response)
     credentials (50)
     alter_user_scram_             ALTER cluster → CLUSTER_AUTHORIZATION_FAILED for every user
@@ -487,6 +491,35 @@ class AuthorizingBackend:
             elif partitions is not None:
                 out.append(replace(o, offset=-1, leader_epoch=-1, metadata="", error="TOPIC_AUTHORIZATION_FAILED"))
         return err, out
+
+    # -- KIP-848 consumer groups (KafkaApis handleConsumerGroupHeartbeat / handleConsumerGroupDescribe)
+    def consumer_group_heartbeat(self, cmd):
+        """READ on the group; DESCRIBE on every subscribed topic."""
+        from actors.consumer.modern import ConsumerHeartbeatResult
+
+        if not self._ok("READ", "GROUP", cmd.group_id):
+            return ConsumerHeartbeatResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized", cmd.member_id, cmd.member_epoch)
+        denied = sorted(t for t in cmd.subscribed_topic_names or () if not self._ok("DESCRIBE", "TOPIC", t))
+        if denied:
+            return ConsumerHeartbeatResult("TOPIC_AUTHORIZATION_FAILED", f"The following topics are not authorized: {', '.join(denied)}",
+                                           cmd.member_id, cmd.member_epoch)
+        return self.inner.consumer_group_heartbeat(cmd)
+
+    def consumer_group_describe(self, group: str):
+        """DESCRIBE on the group; a group whose members subscribe to or are assigned a topic the
+        client may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED (no members)."""
+        from actors.consumer.modern import ConsumerGroupDescription
+
+        if not self._ok("DESCRIBE", "GROUP", group):
+            return ConsumerGroupDescription(group, "GROUP_AUTHORIZATION_FAILED")
+        d = self.inner.consumer_group_describe(group)
+        if d.error is not None:
+            return d
+        topics = {t for mem in d.members for t in mem.subscribed_topic_names}
+        topics |= {name for mem in d.members for parts in (mem.assignment, mem.target_assignment) for _tid, name, _ps in parts if name}
+        if any(not self._ok("DESCRIBE", "TOPIC", t) for t in topics):
+            return ConsumerGroupDescription(group, "TOPIC_AUTHORIZATION_FAILED")
+        return d
 
     # -- SCRAM credentials (KIP-554) ----------------------------------------------------------
     def describe_user_scram_credentials(self, users):

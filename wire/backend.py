@@ -280,6 +280,14 @@ class Backend(Protocol):
     def consumer_fetch_offsets(self, group: str, partitions: Sequence[tuple[str, int]] | None) -> tuple[str | None, list]:
         """OffsetFetch → ``(group error, [FetchedOffset])`` (``None``: all committed offsets)."""
 
+    # -- KIP-848 consumer groups (actors.consumer.modern)
+    def consumer_group_heartbeat(self, cmd: Any) -> Any:
+        """ConsumerGroupHeartbeat (``ConsumerGroupHeartbeatCmd`` without the image →
+        ``ConsumerHeartbeatResult``); the backend adds the topic image."""
+
+    def consumer_group_describe(self, group: str) -> Any:
+        """ConsumerGroupDescribe of one group → ``ConsumerGroupDescription``."""
+
 
 @dataclass(frozen=True, slots=True)
 class ShareFetchResult:

@@ -18,7 +18,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import acls, admin, authz, groups, records, sasl, scram, share
+from wire import acls, admin, authz, consumer_protocol, groups, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response, preload
 from wire.server import Connection, Dispatcher
@@ -66,6 +66,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     12: (0, 4),  # Heartbeat
     13: (0, 5),  # LeaveGroup (v3+: batch)
     14: (0, 5),  # SyncGroup
+    # KIP-848 consumer groups (wire/consumer_protocol.py): v1 of the heartbeat is KIP-1082
+    # (client-generated member ids, what librdkafka 2.16 sends); regex subscriptions refused
+    68: (0, 1),  # ConsumerGroupHeartbeat
+    69: (0, 1),  # ConsumerGroupDescribe (v1: member type)
 }
 
 API_NAMES = {
@@ -102,6 +106,8 @@ API_NAMES = {
     12: "Heartbeat",
     13: "LeaveGroup",
     14: "SyncGroup",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
 }
 
 
@@ -175,6 +181,9 @@ class KafkaDispatcher(Dispatcher):
             12: lambda r, c: groups.heartbeat(r, backend),
             13: lambda r, c: groups.leave_group(r, backend),
             14: lambda r, c: groups.sync_group(r, backend),
+            # KIP-848 consumer groups
+            68: lambda r, c: consumer_protocol.consumer_group_heartbeat(r, backend, _peer_host(c)),
+            69: lambda r, c: consumer_protocol.consumer_group_describe(r, backend),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:

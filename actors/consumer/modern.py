@@ -308,7 +308,7 @@ def validate_heartbeat(*, group_id: str, member_id: str, member_epoch: int, inst
                        regex: str | None = None, api_version: int = 0) -> None:
     """``throwIfConsumerGroupHeartbeatRequestIsInvalid`` (reference §5.3): raises
     :class:`HeartbeatError` with INVALID_REQUEST or UNSUPPORTED_ASSIGNOR. A regex subscription is
-    refused (INVALID_REQUEST) in every version."""
+    refused (INVALID_REQUEST) in every version; an empty regex counts as none."""
     def bad(msg: str) -> HeartbeatError:
         return HeartbeatError("INVALID_REQUEST", msg)
 
@@ -320,7 +320,7 @@ def validate_heartbeat(*, group_id: str, member_id: str, member_epoch: int, inst
         raise bad("RackId can't be empty.")
     if api_version >= 1 and not member_id:
         raise bad("MemberId can't be empty.")
-    if regex is not None:
+    if regex:  # librdkafka sends "" when it subscribes by names only
         raise bad("SubscribedTopicRegex is not supported.")
     if member_epoch > 0 or member_epoch == LEAVE_EPOCH:
         if not member_id:
