@@ -666,7 +666,7 @@ class ModernGroup:
             rack_id=rack_id if rack_id is not None else m.rack_id,
             rebalance_timeout_ms=rebalance_timeout_ms if rebalance_timeout_ms != -1 else m.rebalance_timeout_ms,
             server_assignor=server_assignor if server_assignor is not None else m.server_assignor,
-            subscribed_topic_names=tuple(sorted(subscribed)) if subscribed is not None else m.subscribed_topic_names,
+            subscribed_topic_names=tuple(sorted(set(subscribed))) if subscribed is not None else m.subscribed_topic_names,
             client_id=client_id or m.client_id,
             client_host=client_host or m.client_host,
         )
