@@ -66,6 +66,10 @@ def test_consumer_protocol_reads_back_exactly_and_commits_survive_restart(daemon
     desc = describe(d.bootstrap, group)
     assert str(getattr(desc.type, "name", desc.type)).upper() == "CONSUMER"
     assert len(desc.members) == 1
+    from tests.e2e.helpers import admin
+
+    listed = {g.group_id: g for g in admin(d.bootstrap).list_consumer_groups(request_timeout=30).result(30).valid}
+    assert str(getattr(listed[group].type, "name", listed[group].type)).upper() == "CONSUMER"
     c.close()
 
     d.stop()
