@@ -68,7 +68,10 @@ def test_consumer_protocol_reads_back_exactly_and_commits_survive_restart(daemon
     assert len(desc.members) == 1
     from tests.e2e.helpers import admin
 
-    listed = {g.group_id: g for g in admin(d.bootstrap).list_consumer_groups(request_timeout=30).result(30).valid}
+    adm = admin(d.bootstrap)  # kept alive until the future resolves
+    res = adm.list_consumer_groups(request_timeout=30).result(30)
+    listed = {g.group_id: g for g in res.valid}
+    assert group in listed, (res.valid, res.errors, [(g.group_id, g.type, g.state) for g in res.valid])
     assert str(getattr(listed[group].type, "name", listed[group].type)).upper() == "CONSUMER"
     c.close()
 
