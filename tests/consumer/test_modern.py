@@ -172,7 +172,6 @@ def test_static_member_gets_back_assignment_upon_rejoin():
     """#7 testStaticMemberGetsBackAssignmentUponRejoin."""
     g = seed(new_group(), 10, {"m1": tp(foo=[0, 1, 2], bar=[0, 1]), "m2": tp(foo=[3, 4, 5], bar=[2])},
              instance_ids={"m1": "i1", "m2": "i2"})
-    history = []
     out = hb(g, "m2", -2, instance_id="i2")
     assert out.reply.error is None and out.reply.member_epoch == -2
     assert [type(e) for e in out.events] == [CurrentAssignment]
@@ -195,7 +194,6 @@ def test_static_member_gets_back_assignment_upon_rejoin():
     assert out.events[5].member_epoch == 0 and out.events[6].member_epoch == 10
     assert not any(isinstance(e, GroupEpoch) for e in out.events)
     assert g.static == {"i1": "m1", "i2": "m2-new"}
-    del history
 
 
 def test_unreleased_instance_id():
