@@ -184,3 +184,102 @@ def test_killed_member_loses_its_partitions_after_the_session(daemon_factory, tm
     produce(d.bootstrap, topic, values, partitioner=lambda i: i % 4)
     assert sorted(v for _, _, v in read(a, 8)) == sorted(values)
     a.close()
+
+
+# ----------------------------------------------------------------------------- raw requests
+
+
+def _ask(port: int, api: int, version: int, body, timeout_s: float = 15) -> object:
+    from tests.e2e.helpers import raw_request
+    from wire.protocol import decode_response, encode_request, request_header
+
+    resp = raw_request(port, encode_request(request_header(api, version, 7), body), timeout_s=timeout_s)
+    assert resp is not None, f"no response to api {api}"
+    return decode_response(resp, api, version)[1]
+
+
+def _cghb(port: int, version: int, group: str, member: str, epoch: int, topics=None, owned=None, rto: int = -1, assignor=None):
+    import datetime
+
+    from kio.index import load_request_schema
+    from kio.static.primitive import i32
+
+    from wire.entities import build
+
+    cls = load_request_schema(68, version)
+    return _ask(port, 68, version, build(
+        cls, group_id=group, member_id=member, member_epoch=i32(epoch), instance_id=None, rack_id=None,
+        rebalance_timeout=datetime.timedelta(milliseconds=rto), subscribed_topic_names=topics, subscribed_topic_regex=None,
+        server_assignor=assignor, topic_partitions=owned))
+
+
+def test_consumer_protocol_over_raw_requests(daemon_factory):
+    """v0 (coordinator-made member id) and v1 heartbeats, validation errors, ConsumerGroupDescribe,
+    and one type per group id: share ↔ consumer, a non-empty classic group."""
+    import datetime
+
+    from kio.schema.consumer_group_describe.v1.request import ConsumerGroupDescribeRequest
+    from kio.schema.errors import ErrorCode
+    from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
+    from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+    from kio.static.primitive import i32
+
+    d = daemon_factory()
+    topic, group = f"cp-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
+    create_topic(d.bootstrap, topic, 2)
+    r = _cghb(d.port, 0, group, "", 0, (topic,), (), 30000)
+    assert r.error_code == ErrorCode.none and r.member_id and r.member_epoch == 1
+    assert r.heartbeat_interval == datetime.timedelta(milliseconds=5000)
+    assert sorted(r.assignment.topic_partitions[0].partitions) == [0, 1]
+    mid = r.member_id
+    r = _cghb(d.port, 0, group, mid, 1)
+    assert r.error_code == ErrorCode.none and r.assignment is None
+    assert _cghb(d.port, 0, group, mid, 5).error_code == ErrorCode.fenced_member_epoch
+    assert _cghb(d.port, 0, group, "", 0, (topic,), None, 30000).error_code == ErrorCode.invalid_request
+    assert _cghb(d.port, 0, group, "", 0, (topic,), (), 30000, "bar").error_code == ErrorCode.unsupported_assignor
+    assert _cghb(d.port, 1, group, "", 0, (topic,), (), 30000).error_code == ErrorCode.invalid_request  # v1: id required
+    r = _cghb(d.port, 1, group, "client-id-1", 0, (topic,), (), 30000)
+    assert r.error_code == ErrorCode.none and r.member_id == "client-id-1" and r.member_epoch == 2
+    desc = _ask(d.port, 69, 1, ConsumerGroupDescribeRequest(group_ids=(group, "missing", ""), include_authorized_operations=False))
+    g, missing, empty = desc.groups
+    assert g.error_code == ErrorCode.none and g.group_epoch == 2 and g.assignor_name == "uniform"
+    assert {m.member_id for m in g.members} == {mid, "client-id-1"} and all(m.member_type == 1 for m in g.members)
+    assert missing.error_code == ErrorCode.group_id_not_found and empty.error_code == ErrorCode.invalid_group_id
+    # one type per group id
+    ms = datetime.timedelta(milliseconds=10000)
+    join = JoinGroupRequest(group_id=group, session_timeout=ms, rebalance_timeout=ms, member_id="", group_instance_id=None,
+                            protocol_type="consumer", protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),), reason=None)
+    assert _ask(d.port, 11, 9, join).error_code == ErrorCode.inconsistent_group_protocol
+    share_hb = ShareGroupHeartbeatRequest(group_id=group, member_id=str(uuid.uuid4()), member_epoch=i32(0), rack_id=None,
+                                          subscribed_topic_names=(topic,))
+    assert _ask(d.port, 76, 1, share_hb).error_code == ErrorCode.group_id_not_found
+    share = f"s-{uuid.uuid4().hex[:6]}"
+    assert _ask(d.port, 76, 1, ShareGroupHeartbeatRequest(group_id=share, member_id=str(uuid.uuid4()), member_epoch=i32(0),
+                                                          rack_id=None, subscribed_topic_names=(topic,))).error_code == ErrorCode.none
+    assert _cghb(d.port, 0, share, "", 0, (topic,), (), 30000).error_code == ErrorCode.group_id_not_found
+    classic = f"c-{uuid.uuid4().hex[:6]}"
+    r = _ask(d.port, 11, 9, JoinGroupRequest(group_id=classic, session_timeout=ms, rebalance_timeout=ms, member_id="",
+                                             group_instance_id=None, protocol_type="consumer",
+                                             protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),), reason=None))
+    assert r.error_code == ErrorCode.member_id_required
+    # a classic member waiting in PreparingRebalance (the initial delay): the group is not empty
+    import threading
+
+    joined = threading.Thread(target=_ask, args=(d.port, 11, 9, JoinGroupRequest(
+        group_id=classic, session_timeout=ms, rebalance_timeout=ms, member_id=r.member_id, group_instance_id=None,
+        protocol_type="consumer", protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),), reason=None)), daemon=True)
+    joined.start()
+    time.sleep(1)
+    assert _cghb(d.port, 0, classic, "", 0, (topic,), (), 30000).error_code == ErrorCode.group_id_not_found
+    joined.join(30)
+    # the member leaves: the consumer group is Empty, ListGroups shows it as a consumer group
+    assert _cghb(d.port, 0, group, mid, -1).error_code == ErrorCode.none
+    assert _cghb(d.port, 1, group, "client-id-1", -1).error_code == ErrorCode.none
+    from kio.schema.list_groups.v5.request import ListGroupsRequest
+
+    listed = {x.group_id: (x.group_type, x.protocol_type, x.group_state) for x in _ask(d.port, 16, 5, ListGroupsRequest(states_filter=(), types_filter=("consumer",))).groups}
+    assert listed == {group: ("consumer", "consumer", "Empty")}
+    # an empty consumer group becomes classic again on JoinGroup (#47)
+    assert _ask(d.port, 11, 9, join).error_code == ErrorCode.member_id_required
+    listed = {x.group_id: x.group_type for x in _ask(d.port, 16, 5, ListGroupsRequest(states_filter=(), types_filter=())).groups}
+    assert listed[group] == "classic"
