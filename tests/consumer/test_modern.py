@@ -452,3 +452,22 @@ def test_classic_to_consumer_and_back_keeps_offsets():
         kinds.append(type(folded).__name__)
     assert "ModernGroup" in kinds and kinds[-1] == "ClassicGroup"
     assert folded.exists and folded.state == "Empty" and folded.fetch_offsets([("foo", 0)])[0].offset == 7
+
+
+def test_config_bounds_and_assignors():
+    assert ModernConfig.from_config({}) == ModernConfig()
+    assert ModernConfig.from_config({"group.consumer.assignors": "range,uniform"}).assignors == ("range", "uniform")
+    assert ModernConfig.from_config({"group.consumer.assignors": "org.apache.kafka.coordinator.group.assignor.RangeAssignor"}).assignors == ("range",)
+    for bad in ({"group.consumer.session.timeout.ms": "1000"}, {"group.consumer.heartbeat.interval.ms": "100"},
+                {"group.consumer.assignors": "sticky"}, {"group.consumer.assignors": ""},
+                {"group.consumer.heartbeat.interval.ms": "15000", "group.consumer.session.timeout.ms": "45000",
+                 "group.consumer.max.heartbeat.interval.ms": "60000", "group.consumer.min.session.timeout.ms": "1000"} | {"group.consumer.session.timeout.ms": "15000"}):
+        with pytest.raises(ValueError):
+            ModernConfig.from_config(bad)
+
+
+def test_range_assignor_chosen_by_members():
+    g = new_group()
+    join(g, member_id="a", topics=("foo",), server_assignor="range")
+    assert g.preferred_assignor() == "range"
+    assert g.describe().assignor_name == "range"
