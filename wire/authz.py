@@ -476,13 +476,14 @@ class AuthorizingBackend:
         return OffsetCommitResult(tuple(
             (p.topic, p.partition, got.get((p.topic, p.partition), "TOPIC_AUTHORIZATION_FAILED")) for p in cmd.partitions))
 
-    def consumer_fetch_offsets(self, group: str, partitions):
+    def consumer_fetch_offsets(self, group: str, partitions, member_id=None, member_epoch=-1):
         """DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED); DESCRIBE on each topic:
         requested partitions of denied topics answer TOPIC_AUTHORIZATION_FAILED, and "all
         offsets" leaves denied topics out."""
         if not self._ok("DESCRIBE", "GROUP", group):
             return "GROUP_AUTHORIZATION_FAILED", []
-        err, offsets = self.inner.consumer_fetch_offsets(group, partitions)
+        member = {} if member_id is None and member_epoch < 0 else {"member_id": member_id, "member_epoch": member_epoch}
+        err, offsets = self.inner.consumer_fetch_offsets(group, partitions, **member)
         ok: dict[str, bool] = {}
         out = []
         for o in offsets:

@@ -122,9 +122,10 @@ class ConsumerGroupClient:
             return r
         return OffsetCommitResult(tuple((p.topic, p.partition, err or "UNKNOWN_SERVER_ERROR") for p in cmd.partitions))
 
-    def fetch_offsets(self, group: str, partitions: list[tuple[str, int]] | None) -> tuple[str | None, list[FetchedOffset]]:
+    def fetch_offsets(self, group: str, partitions: list[tuple[str, int]] | None, member_id: str | None = None,
+                      member_epoch: int = -1) -> tuple[str | None, list[FetchedOffset]]:
         """OffsetFetch → ``(group error, offsets)``."""
-        err, r = self._ask(group, m.OffsetFetchCmd(group, None if partitions is None else tuple(partitions)))
+        err, r = self._ask(group, m.OffsetFetchCmd(group, None if partitions is None else tuple(partitions), member_id, member_epoch))
         if isinstance(r, m.OffsetFetchReply):
             return None, list(r.offsets)
         return err or "UNKNOWN_SERVER_ERROR", []

@@ -263,9 +263,9 @@ class ShoalBackend:
         return OffsetCommitResult(tuple(
             (p.topic, p.partition, got.get((p.topic, p.partition), "UNKNOWN_TOPIC_OR_PARTITION")) for p in cmd.partitions))
 
-    def consumer_fetch_offsets(self, group: str, partitions):
+    def consumer_fetch_offsets(self, group: str, partitions, member_id=None, member_epoch=-1):
         """OffsetFetch → ``(group error, [FetchedOffset])``."""
-        return self.consumers.fetch_offsets(group, partitions)
+        return self.consumers.fetch_offsets(group, partitions, member_id, member_epoch)
 
     # -- KIP-848 consumer groups ----------------------------------------------------------------
     def _consumer_protocol_enabled(self) -> bool:

@@ -264,9 +264,17 @@ class ConsumerGroupActor(EventSourcedActor):
             partitions=list(msg.partitions), api_version=msg.api_version, retention_ms=msg.retention_ms))
 
     def receiveMsg_OffsetFetchCmd(self, msg: m.OffsetFetchCmd, sender: Any) -> None:
-        """OffsetFetch → ``OffsetFetchReply`` (reads the applied, i.e. durable, offsets)."""
-        self._run(msg, sender, lambda g, now: Outcome(reply=m.OffsetFetchReply(tuple(
-            g.fetch_offsets(None if msg.partitions is None else list(msg.partitions))))))
+        """OffsetFetch → ``OffsetFetchReply`` (reads the applied, i.e. durable, offsets); a
+        consumer-protocol group checks v9's member id and epoch first (``Failure`` with
+        UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH, a group-level error)."""
+        def fetch(g: Any, now: int) -> Outcome:
+            if isinstance(g, ModernGroup):
+                err = g.validate_offset_fetch(msg.member_id, msg.member_epoch)
+                if err is not None:
+                    return Outcome(reply=Failure(err, f"OffsetFetch by member {msg.member_id} at epoch {msg.member_epoch}"))
+            return Outcome(reply=m.OffsetFetchReply(tuple(g.fetch_offsets(None if msg.partitions is None else list(msg.partitions)))))
+
+        self._run(msg, sender, fetch)
 
     def receiveMsg_DescribeConsumerGroup(self, msg: m.DescribeConsumerGroup, sender: Any) -> None:
         """→ ``ConsumerGroupSummary`` (state, protocol type, member count, group type)."""

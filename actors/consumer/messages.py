@@ -95,6 +95,9 @@ class OffsetFetchCmd:
 
     group_id: str
     partitions: tuple[tuple[str, int], ...] | None
+    #: v9 (KIP-848): checked by a consumer-protocol group (``None`` / -1: an admin fetch)
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(frozen=True)

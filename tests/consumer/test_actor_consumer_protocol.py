@@ -100,3 +100,14 @@ def test_session_timeout_fences_through_the_actor(asys, tmp_path):
     s = asys.ask(a, m.DescribeConsumerGroup(G), TIMEOUT)
     assert (s.state, s.members) == ("Empty", 0)
     assert asys.ask(a, hb("a", 1), TIMEOUT).error == "UNKNOWN_MEMBER_ID"
+
+
+def test_offset_fetch_checks_the_member_epoch(asys, tmp_path):
+    url = f"sqlite:///{tmp_path}/events.db"
+    a = start(asys, url)
+    assert asys.ask(a, join("a"), TIMEOUT).member_epoch == 1
+    ok = asys.ask(a, m.OffsetFetchCmd(G, (("t", 0),), "a", 1), TIMEOUT)
+    assert isinstance(ok, m.OffsetFetchReply)
+    assert isinstance(asys.ask(a, m.OffsetFetchCmd(G, (("t", 0),)), TIMEOUT), m.OffsetFetchReply)  # admin
+    assert asys.ask(a, m.OffsetFetchCmd(G, (("t", 0),), "a", 0), TIMEOUT).error == "STALE_MEMBER_EPOCH"
+    assert asys.ask(a, m.OffsetFetchCmd(G, (("t", 0),), "x", 1), TIMEOUT).error == "UNKNOWN_MEMBER_ID"
