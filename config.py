@@ -81,6 +81,18 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "3000",
     "group.max.size": "2147483647",
     "offset.metadata.max.bytes": "4096",
+    # -- consumer groups, KIP-848 consumer protocol (Kafka's GroupCoordinatorConfig keys and
+    #    defaults; actors/consumer/modern.py). The session timeout must lie within the min/max
+    #    bounds and the heartbeat interval within its bounds and below the session timeout.
+    "group.coordinator.rebalance.protocols": "classic,consumer",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "45000",
+    "group.consumer.max.session.timeout.ms": "60000",
+    "group.consumer.heartbeat.interval.ms": "5000",
+    "group.consumer.min.heartbeat.interval.ms": "5000",
+    "group.consumer.max.heartbeat.interval.ms": "15000",
+    "group.consumer.max.size": "2147483647",
+    "group.consumer.assignors": "uniform,range",
 }
 
 

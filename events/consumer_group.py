@@ -17,7 +17,16 @@ from dataclasses import dataclass
 from events.base import DomainEvent, domain_event
 
 __all__ = [
+    "CONSUMER_GROUP_RECORDS",
     "ClassicGroupMetadataRecorded",
+    "ConsumerGroupCurrentMemberAssignmentRecorded",
+    "ConsumerGroupEpochRecorded",
+    "ConsumerGroupMemberSubscriptionRecorded",
+    "ConsumerGroupSubscriptionMetadataRecorded",
+    "ConsumerGroupTargetAssignmentEpochRecorded",
+    "ConsumerGroupTargetAssignmentMemberRecorded",
+    "ConsumerTopicMetadata",
+    "ConsumerTopicPartition",
     "ClassicMemberMetadata",
     "CommittedOffset",
     "ConsumerGroupDeleted",
@@ -123,3 +132,116 @@ class ConsumerGroupDeleted(DomainEvent):
     forgets the group entirely, so the same id can be used again as a new group."""
 
     group_id: str
+# ----------------------------------------------------------------------------------------------
+# KIP-848 consumer groups (the consumer protocol, ConsumerGroupHeartbeat). One event per Kafka
+# record of types 3-8 (``__consumer_offsets`` keys ConsumerGroupMetadata … CurrentMemberAssignment);
+# ``tombstone`` True is Kafka's null value (the key is deleted, the other fields are defaults).
+# One heartbeat decision appends its records, in Kafka's order, as one AppendRequest
+# (actors/consumer/modern.py).
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerTopicMetadata:
+    """One subscribed topic that exists (``ConsumerGroupPartitionMetadataValue.TopicMetadata``)."""
+
+    topic_id: str
+    topic_name: str
+    num_partitions: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerTopicPartition:
+    """One partition ``(topic id, partition)`` of an assignment (Kafka groups them by topic; one
+    entry per partition here keeps the SQL projection flat)."""
+
+    topic_id: str
+    partition: int
+
+
+@domain_event("consumer_group.ConsumerGroupEpochRecorded")
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupEpochRecorded(DomainEvent):
+    """Type 3, ``ConsumerGroupMetadata``: the group epoch. Its tombstone deletes the consumer
+    group (the id becomes a classic group again, keeping its committed offsets)."""
+
+    group_id: str
+    epoch: int = 0
+    tombstone: bool = False
+
+
+@domain_event("consumer_group.ConsumerGroupSubscriptionMetadataRecorded")
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupSubscriptionMetadataRecorded(DomainEvent):
+    """Type 4, ``ConsumerGroupPartitionMetadata``: every subscribed topic that exists, sorted by
+    name."""
+
+    group_id: str
+    topics: tuple[ConsumerTopicMetadata, ...] = ()
+    tombstone: bool = False
+
+
+@domain_event("consumer_group.ConsumerGroupMemberSubscriptionRecorded")
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberSubscriptionRecorded(DomainEvent):
+    """Type 5, ``ConsumerGroupMemberMetadata``: a member's subscription and identity. Its
+    tombstone removes the member."""
+
+    group_id: str
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    tombstone: bool = False
+
+
+@domain_event("consumer_group.ConsumerGroupTargetAssignmentEpochRecorded")
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentEpochRecorded(DomainEvent):
+    """Type 6, ``ConsumerGroupTargetAssignmentMetadata``: the assignment epoch."""
+
+    group_id: str
+    assignment_epoch: int = 0
+    tombstone: bool = False
+
+
+@domain_event("consumer_group.ConsumerGroupTargetAssignmentMemberRecorded")
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberRecorded(DomainEvent):
+    """Type 7, ``ConsumerGroupTargetAssignmentMember``: one member's target assignment."""
+
+    group_id: str
+    member_id: str
+    partitions: tuple[ConsumerTopicPartition, ...] = ()
+    tombstone: bool = False
+
+
+@domain_event("consumer_group.ConsumerGroupCurrentMemberAssignmentRecorded")
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentRecorded(DomainEvent):
+    """Type 8, ``ConsumerGroupCurrentMemberAssignment``: a member's epoch, previous epoch, state
+    (``MemberState``: 0 STABLE, 1 UNREVOKED_PARTITIONS, 2 UNRELEASED_PARTITIONS, 127 UNKNOWN),
+    assigned partitions and partitions pending revocation. Its tombstone clears them (epoch -1)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: int = 0
+    assigned: tuple[ConsumerTopicPartition, ...] = ()
+    pending_revocation: tuple[ConsumerTopicPartition, ...] = ()
+    tombstone: bool = False
+
+
+#: the consumer-protocol record events (a stream holding one is a consumer group's)
+CONSUMER_GROUP_RECORDS = (
+    ConsumerGroupEpochRecorded,
+    ConsumerGroupSubscriptionMetadataRecorded,
+    ConsumerGroupMemberSubscriptionRecorded,
+    ConsumerGroupTargetAssignmentEpochRecorded,
+    ConsumerGroupTargetAssignmentMemberRecorded,
+    ConsumerGroupCurrentMemberAssignmentRecorded,
+)

@@ -260,6 +260,10 @@ class AuthorizingBackend:
                                   partition TOPIC_AUTHORIZATION_FAILED
     share_delete_offsets (92)     DELETE group → GROUP_AUTHORIZATION_FAILED; READ topic → per
                                   topic TOPIC_AUTHORIZATION_FAILED
+    consumer_group_heartbeat (68) READ group → GROUP_AUTHORIZATION_FAILED; DESCRIBE on every
+                                  subscribed topic → TOPIC_AUTHORIZATION_FAILED
+    consumer_group_describe (69)  DESCRIBE group → GROUP_AUTHORIZATION_FAILED; a group using a
+                                  topic the client may not DESCRIBE → TOPIC_AUTHORIZATION_FAILED
     describe_user_scram_          DESCRIBE cluster → CLUSTER_AUTHORIZATION_FAILED (the response)
     credentials (50)
     alter_user_scram_             ALTER cluster → CLUSTER_AUTHORIZATION_FAILED for every user
@@ -499,13 +503,14 @@ class AuthorizingBackend:
         return OffsetCommitResult(tuple(
             (p.topic, p.partition, got.get((p.topic, p.partition), "TOPIC_AUTHORIZATION_FAILED")) for p in cmd.partitions))
 
-    def consumer_fetch_offsets(self, group: str, partitions):
+    def consumer_fetch_offsets(self, group: str, partitions, member_id=None, member_epoch=-1):
         """DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED); DESCRIBE on each topic:
         requested partitions of denied topics answer TOPIC_AUTHORIZATION_FAILED, and "all
         offsets" leaves denied topics out."""
         if not self._ok("DESCRIBE", "GROUP", group):
             return "GROUP_AUTHORIZATION_FAILED", []
-        err, offsets = self.inner.consumer_fetch_offsets(group, partitions)
+        member = {} if member_id is None and member_epoch < 0 else {"member_id": member_id, "member_epoch": member_epoch}
+        err, offsets = self.inner.consumer_fetch_offsets(group, partitions, **member)
         ok: dict[str, bool] = {}
         out = []
         for o in offsets:
@@ -579,6 +584,34 @@ class AuthorizingBackend:
         if err is not None:
             return err, msg, rows
         return None, None, [(n, None, "TOPIC_AUTHORIZATION_FAILED", "Topic authorization failed.") for n in dict.fromkeys(topics) if n in denied] + list(rows)
+    # -- KIP-848 consumer groups (KafkaApis handleConsumerGroupHeartbeat / handleConsumerGroupDescribe)
+    def consumer_group_heartbeat(self, cmd):
+        """READ on the group; DESCRIBE on every subscribed topic."""
+        from actors.consumer.modern import ConsumerHeartbeatResult
+
+        if not self._ok("READ", "GROUP", cmd.group_id):
+            return ConsumerHeartbeatResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized", cmd.member_id, cmd.member_epoch)
+        denied = sorted(t for t in cmd.subscribed_topic_names or () if not self._ok("DESCRIBE", "TOPIC", t))
+        if denied:
+            return ConsumerHeartbeatResult("TOPIC_AUTHORIZATION_FAILED", f"The following topics are not authorized: {', '.join(denied)}",
+                                           cmd.member_id, cmd.member_epoch)
+        return self.inner.consumer_group_heartbeat(cmd)
+
+    def consumer_group_describe(self, group: str):
+        """DESCRIBE on the group; a group whose members subscribe to or are assigned a topic the
+        client may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED (no members)."""
+        from actors.consumer.modern import ConsumerGroupDescription
+
+        if not self._ok("DESCRIBE", "GROUP", group):
+            return ConsumerGroupDescription(group, "GROUP_AUTHORIZATION_FAILED")
+        d = self.inner.consumer_group_describe(group)
+        if d.error is not None:
+            return d
+        topics = {t for mem in d.members for t in mem.subscribed_topic_names}
+        topics |= {name for mem in d.members for parts in (mem.assignment, mem.target_assignment) for _tid, name, _ps in parts if name}
+        if any(not self._ok("DESCRIBE", "TOPIC", t) for t in topics):
+            return ConsumerGroupDescription(group, "TOPIC_AUTHORIZATION_FAILED")
+        return d
 
     # -- SCRAM credentials (KIP-554) ----------------------------------------------------------
     def describe_user_scram_credentials(self, users):

@@ -278,8 +278,18 @@ class Backend(Protocol):
         """OffsetCommit (``OffsetCommitCmd`` → ``OffsetCommitResult``, unknown topics
         UNKNOWN_TOPIC_OR_PARTITION)."""
 
-    def consumer_fetch_offsets(self, group: str, partitions: Sequence[tuple[str, int]] | None) -> tuple[str | None, list]:
-        """OffsetFetch → ``(group error, [FetchedOffset])`` (``None``: all committed offsets)."""
+    def consumer_fetch_offsets(self, group: str, partitions: Sequence[tuple[str, int]] | None, member_id: str | None = None,
+                               member_epoch: int = -1) -> tuple[str | None, list]:
+        """OffsetFetch → ``(group error, [FetchedOffset])`` (``None``: all committed offsets);
+        v9's member id and epoch are checked by a consumer-protocol group."""
+
+    # -- KIP-848 consumer groups (actors.consumer.modern)
+    def consumer_group_heartbeat(self, cmd: Any) -> Any:
+        """ConsumerGroupHeartbeat (``ConsumerGroupHeartbeatCmd`` without the image →
+        ``ConsumerHeartbeatResult``); the backend adds the topic image."""
+
+    def consumer_group_describe(self, group: str) -> Any:
+        """ConsumerGroupDescribe of one group → ``ConsumerGroupDescription``."""
 
     # -- group admin (wire.group_admin): DescribeGroups 15, DeleteGroups 42, OffsetDelete 47,
     #    AlterShareGroupOffsets 91, DeleteShareGroupOffsets 92

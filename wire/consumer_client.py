@@ -10,7 +10,8 @@ COORDINATOR_NOT_AVAILABLE / COORDINATOR_LOAD_IN_PROGRESS (retriable for clients)
 ``Failure`` gives its error.
 
 A group id used by a share group is refused here (INCONSISTENT_GROUP_PROTOCOL for JoinGroup,
-Kafka's one-type-per-group-id rule, reference §1).
+GROUP_ID_NOT_FOUND for a joining ConsumerGroupHeartbeat: Kafka's one-type-per-group-id rule,
+reference §1). KIP-848 consumer groups (ConsumerGroupHeartbeat/Describe) live in the same actor.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from actors.consumer.classic import (
     OffsetCommitResult,
     SyncGroupResult,
 )
+from actors.consumer.modern import ConsumerGroupDescription, ConsumerHeartbeatResult
 from actors.controller.messages import ChildLookup
 from actors.messages import Failure, NotReady
 from wire.gateway import ActorTimeout
@@ -123,17 +125,36 @@ class ConsumerGroupClient:
             return r
         return OffsetCommitResult(tuple((p.topic, p.partition, err or "UNKNOWN_SERVER_ERROR") for p in cmd.partitions))
 
-    def fetch_offsets(self, group: str, partitions: list[tuple[str, int]] | None) -> tuple[str | None, list[FetchedOffset]]:
+    def fetch_offsets(self, group: str, partitions: list[tuple[str, int]] | None, member_id: str | None = None,
+                      member_epoch: int = -1) -> tuple[str | None, list[FetchedOffset]]:
         """OffsetFetch → ``(group error, offsets)``."""
-        err, r = self._ask(group, m.OffsetFetchCmd(group, None if partitions is None else tuple(partitions)))
+        err, r = self._ask(group, m.OffsetFetchCmd(group, None if partitions is None else tuple(partitions), member_id, member_epoch))
         if isinstance(r, m.OffsetFetchReply):
             return None, list(r.offsets)
         return err or "UNKNOWN_SERVER_ERROR", []
 
+    def consumer_group_heartbeat(self, cmd: m.ConsumerGroupHeartbeatCmd) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat (the command carries the topic image). A joining member (epoch
+        0) of a share group's id gets GROUP_ID_NOT_FOUND."""
+        if cmd.member_epoch == 0 and self._is_share_group(cmd.group_id):
+            return ConsumerHeartbeatResult("GROUP_ID_NOT_FOUND", f"Group {cmd.group_id} is not a consumer group.",
+                                           cmd.member_id, cmd.member_epoch)
+        err, r = self._ask(cmd.group_id, cmd)
+        if isinstance(r, ConsumerHeartbeatResult):
+            return r
+        return ConsumerHeartbeatResult(err or "UNKNOWN_SERVER_ERROR", None, cmd.member_id, cmd.member_epoch)
+
+    def consumer_group_describe(self, group: str) -> ConsumerGroupDescription:
+        """ConsumerGroupDescribe of one group."""
+        err, r = self._ask(group, m.ConsumerGroupDescribeCmd(group))
+        if isinstance(r, ConsumerGroupDescription):
+            return r
+        return ConsumerGroupDescription(group, err or "UNKNOWN_SERVER_ERROR")
+
     def list_groups(self) -> list[tuple[str, str, str, str]]:
-        """``(group id, "classic", state, protocol type)`` of every consumer group in the event
-        log or started this run; the state is asked from the group's actor (started if needed:
-        a classic group's actor holds its soft state and never passivates)."""
+        """``(group id, "classic" or "consumer", state, protocol type)`` of every consumer group
+        in the event log or started this run; the state is asked from the group's actor (started
+        if needed: a classic group's actor holds its soft state and never passivates)."""
         groups = set(self._children)
         try:
             from actors.base import event_log_for
@@ -146,7 +167,7 @@ class ConsumerGroupClient:
             err, r = self._ask(gid, m.DescribeConsumerGroup(gid))
             if isinstance(r, m.ConsumerGroupSummary):
                 if r.exists:
-                    out.append((gid, "classic", r.state, r.protocol_type))
+                    out.append((gid, r.group_type, r.state, r.protocol_type))
             else:
                 out.append((gid, "classic", "Unknown", ""))
         return out

@@ -130,14 +130,15 @@ class ShoalBackend:
         return err, msg
 
     def list_groups(self, types: Sequence[str], states: Sequence[str]):
-        """ListGroups: share groups (type ``share``) and classic consumer groups (type ``classic``,
-        protocol type ``consumer``), filtered by type and state (case-insensitive, as Kafka)."""
+        """ListGroups: share groups (type ``share``), classic consumer groups (type ``classic``)
+        and KIP-848 consumer groups (type ``consumer``, protocol type ``consumer``), filtered by
+        type and state (case-insensitive, as Kafka)."""
         wanted_types = {t.lower() for t in types}
         rows: list = []
         if not wanted_types or "share" in wanted_types:
             rows.extend(self.shares.list_groups())
-        if self.consumers is not None and (not wanted_types or "classic" in wanted_types):
-            rows.extend(self.consumers.list_groups())
+        if self.consumers is not None and (not wanted_types or wanted_types & {"classic", "consumer"}):
+            rows.extend(r for r in self.consumers.list_groups() if not wanted_types or r[1] in wanted_types)
         if states:
             wanted = {s.lower() for s in states}
             rows = [r for r in rows if r[2].lower() in wanted]
@@ -262,9 +263,36 @@ class ShoalBackend:
         return OffsetCommitResult(tuple(
             (p.topic, p.partition, got.get((p.topic, p.partition), "UNKNOWN_TOPIC_OR_PARTITION")) for p in cmd.partitions))
 
-    def consumer_fetch_offsets(self, group: str, partitions):
+    def consumer_fetch_offsets(self, group: str, partitions, member_id=None, member_epoch=-1):
         """OffsetFetch → ``(group error, [FetchedOffset])``."""
-        return self.consumers.fetch_offsets(group, partitions)
+        return self.consumers.fetch_offsets(group, partitions, member_id, member_epoch)
+
+    # -- KIP-848 consumer groups ----------------------------------------------------------------
+    def _consumer_protocol_enabled(self) -> bool:
+        from config import BROKER_DEFAULTS
+
+        key = "group.coordinator.rebalance.protocols"
+        return "consumer" in [p.strip() for p in str(self.cfg.get(key, BROKER_DEFAULTS[key])).split(",")]
+
+    def consumer_group_heartbeat(self, cmd):
+        """ConsumerGroupHeartbeat → the group's actor, with the topic image (every topic the
+        listener's metadata cache knows, refreshed when a subscribed topic is missing), as share
+        groups get theirs. UNSUPPORTED_VERSION when ``consumer`` is not in
+        ``group.coordinator.rebalance.protocols`` (``KafkaApis``)."""
+        from actors.consumer.modern import ConsumerHeartbeatResult
+
+        if not self._consumer_protocol_enabled():
+            return ConsumerHeartbeatResult("UNSUPPORTED_VERSION", "The consumer rebalance protocol is disabled.", cmd.member_id, cmd.member_epoch)
+        image = tuple((t.name, str(t.topic_id), t.partitions) for t in self.controller.cached_topics(cmd.subscribed_topic_names))
+        return self.consumers.consumer_group_heartbeat(replace(cmd, image=image))
+
+    def consumer_group_describe(self, group: str):
+        """ConsumerGroupDescribe → the group's actor."""
+        from actors.consumer.modern import ConsumerGroupDescription
+
+        if not self._consumer_protocol_enabled():
+            return ConsumerGroupDescription(group, "UNSUPPORTED_VERSION")
+        return self.consumers.consumer_group_describe(group)
 
     # -- group admin (DescribeGroups 15, DeleteGroups 42, OffsetDelete 47, 91, 92) --------------
     def _is_share_group(self, group: str) -> bool:

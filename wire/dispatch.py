@@ -20,7 +20,7 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import acls, admin, authz, group_admin, groups, records, sasl, scram, share
+from wire import acls, admin, authz, consumer_protocol, group_admin, groups, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response, preload
 from wire.server import Connection, Dispatcher
@@ -74,6 +74,10 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     47: (0, 0),  # OffsetDelete
     91: (0, 0),  # AlterShareGroupOffsets
     92: (0, 0),  # DeleteShareGroupOffsets
+    # KIP-848 consumer groups (wire/consumer_protocol.py): v1 of the heartbeat is KIP-1082
+    # (client-generated member ids, what librdkafka 2.16 sends); regex subscriptions refused
+    68: (0, 1),  # ConsumerGroupHeartbeat
+    69: (0, 1),  # ConsumerGroupDescribe (v1: member type)
 }
 
 API_NAMES = {
@@ -115,6 +119,8 @@ API_NAMES = {
     47: "OffsetDelete",
     91: "AlterShareGroupOffsets",
     92: "DeleteShareGroupOffsets",
+    68: "ConsumerGroupHeartbeat",
+    69: "ConsumerGroupDescribe",
 }
 
 
@@ -194,6 +200,9 @@ class KafkaDispatcher(Dispatcher):
             47: lambda r, c: group_admin.offset_delete(r, backend),
             91: lambda r, c: group_admin.alter_share_group_offsets(r, backend),
             92: lambda r, c: group_admin.delete_share_group_offsets(r, backend),
+            # KIP-848 consumer groups
+            68: lambda r, c: consumer_protocol.consumer_group_heartbeat(r, backend, _peer_host(c)),
+            69: lambda r, c: consumer_protocol.consumer_group_describe(r, backend),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:

@@ -143,11 +143,14 @@ def offset_commit(req: DecodedRequest, backend: Any) -> Any:
     return build(cls, throttle_time=NO_THROTTLE, topics=topics)
 
 
-def _fetch_group(backend: Any, gid: str, topics: Any) -> tuple[str | None, dict[str, list[Any]]]:
+def _fetch_group(backend: Any, gid: str, topics: Any, member_id: str | None = None,
+                 member_epoch: int = -1) -> tuple[str | None, dict[str, list[Any]]]:
     """One group's committed offsets: ``(group error, topic → [FetchedOffset])`` (request order;
-    all committed offsets when ``topics`` is ``None``)."""
+    all committed offsets when ``topics`` is ``None``). v9's member id and epoch (KIP-848) are
+    passed on only when set (a consumer group checks them)."""
     wanted = None if topics is None else [(str(t.name), int(p)) for t in topics for p in t.partition_indexes]
-    err, offsets = backend.consumer_fetch_offsets(gid, wanted)
+    member = {} if member_id is None and member_epoch < 0 else {"member_id": member_id, "member_epoch": member_epoch}
+    err, offsets = backend.consumer_fetch_offsets(gid, wanted, **member)
     by_topic: dict[str, list[Any]] = {}
     for o in offsets:
         by_topic.setdefault(o.topic, []).append(o)
@@ -178,7 +181,8 @@ def offset_fetch(req: DecodedRequest, backend: Any) -> Any:
     if v8:
         groups = []
         for g in b.groups:
-            err, by_topic = _fetch_group(backend, str(g.group_id), g.topics)
+            err, by_topic = _fetch_group(backend, str(g.group_id), g.topics, getattr(g, "member_id", None),
+                                         int(getattr(g, "member_epoch", -1)))
             groups.append(nested(cls, "OffsetFetchResponseGroup", group_id=g.group_id, topics=topics_of(by_topic),
                                  error_code=error_code(err)))
         return build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups))

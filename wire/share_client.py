@@ -145,6 +145,15 @@ class ShareClient:
             self.controller.forget_child(group)
         return reply
 
+    def _is_consumer_group(self, group: str) -> bool:
+        """Whether ``group`` is a consumer group's id (its ``consumer-group:`` stream has events)."""
+        try:
+            from actors.base import event_log_for
+
+            return event_log_for(self.cfg).stream_version(f"consumer-group:{group}") > 0
+        except Exception:  # pragma: no cover - no event log (tests): nothing to collide with
+            return False
+
     # ------------------------------------------------------------------ heartbeat
     def heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
         """ShareGroupHeartbeat → ``ShareGroupHeartbeatCmd`` with the metadata image of the topics
@@ -155,6 +164,8 @@ class ShareClient:
             validate_heartbeat(ShareGroupHeartbeat(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed)))
         except MembershipError as exc:
             return HeartbeatResult(exc.error, exc.message, member_id, epoch)
+        if epoch == 0 and self._is_consumer_group(group):  # one type per group id (Kafka: not a share group)
+            return HeartbeatResult("GROUP_ID_NOT_FOUND", f"Group {group} is not a share group.", member_id, epoch)
         image = {t.name: (str(t.topic_id), t.partitions) for t in self.controller.cached_topics(subscribed)}
         cmd = ShareGroupHeartbeatCmd(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed), image, client_id, client_host)
         try:

@@ -1,6 +1,8 @@
-"""``ConsumerGroupActor``: one Thespian actor per classic consumer group.
+"""``ConsumerGroupActor``: one Thespian actor per consumer group id, classic or KIP-848.
 
-A thin shell around the pure decider :class:`actors.consumer.classic.ClassicGroup`:
+A thin shell around the pure deciders :class:`actors.consumer.classic.ClassicGroup` and
+:class:`actors.consumer.modern.ModernGroup` (one group id has one type; the actor holds whichever
+the stream says, :func:`actors.consumer.group.evolve`):
 
     receive → read the clock once (``now_ms``) → fire due timers (``tick``) → decide →
     append (durable) → evolve (committed offsets) → reply, and answer parked requests
@@ -24,6 +26,10 @@ get ``Failure`` (COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR when another writer 
 actor then recovers again) — the classic soft state is not rolled back, so members rejoin.
 Group admin (DescribeGroups, DeleteGroups, OffsetDelete) goes through the same step; a deleted
 group's events are applied once durable and leave the actor with a never-created group.
+Consumer-protocol groups (ConsumerGroupHeartbeat): the decider applies its records as it
+decides, so when an append is refused the actor recovers the group from the stream (as it does
+for a conversion between the types). A heartbeat at epoch 0 converts an empty classic group; a
+JoinGroup converts an empty consumer group back (reference §6).
 The actor does not passivate and takes no snapshots (a classic group's stream is small:
 one event per generation and per OffsetCommit request).
 """
@@ -37,10 +43,12 @@ from typing import Any
 
 from actors.base import EventSourcedActor, PersistError
 from actors.consumer import messages as m
-from actors.consumer.classic import ClassicConfig, ClassicGroup, Outcome
+from actors.consumer.classic import ClassicConfig, ClassicGroup, HeartbeatResult, JoinGroupResult, LeaveGroupResult, Outcome, SyncGroupResult
+from actors.consumer.group import classic_from, evolve, is_empty_classic, modern_from
+from actors.consumer.modern import ConsumerGroupDescription, ConsumerHeartbeatResult, ModernConfig, ModernGroup
 from actors.messages import Configure, Configured, Failure, NotReady
 from events.codec import decode_recorded, new_event
-from events.consumer_group import ConsumerGroupDeleted, OffsetsCommitted, OffsetsDeleted, stream_id_for
+from events.consumer_group import CONSUMER_GROUP_RECORDS, ConsumerGroupDeleted, OffsetsCommitted, OffsetsDeleted, stream_id_for
 from store.event_log import AppendRequest, AppendResult
 
 __all__ = ["ConsumerGroupActor"]
@@ -69,7 +77,8 @@ class ConsumerGroupActor(EventSourcedActor):
         self._stream = ""
         self._version = 0
         self._config = ClassicConfig()
-        self._group: ClassicGroup | None = None
+        self._mconfig = ModernConfig()
+        self._group: ClassicGroup | ModernGroup | None = None
         self._waiting: dict[tuple[str, str], Any] = {}
         self._timer_due: int | None = None
         self._recovery_gen = 0
@@ -81,6 +90,7 @@ class ConsumerGroupActor(EventSourcedActor):
         for a bad config, ``Failure(COORDINATOR_LOAD_IN_PROGRESS)`` when the log cannot be read."""
         try:
             self._config = ClassicConfig.from_config(msg.config)
+            self._mconfig = ModernConfig.from_config(msg.config)
         except ValueError as exc:
             self.send(sender, Failure("INVALID_CONFIG", str(exc)))
             return
@@ -104,7 +114,7 @@ class ConsumerGroupActor(EventSourcedActor):
                 return
             try:
                 for rec in page.events:
-                    acc["group"].apply(decode_recorded(rec))
+                    acc["group"] = evolve(acc["group"], decode_recorded(rec), self._config, self._mconfig)
                     acc["version"] = rec.stream_version
                     acc["replayed"] += 1
             except Exception as exc:
@@ -169,15 +179,19 @@ class ConsumerGroupActor(EventSourcedActor):
             return
         req = AppendRequest(self._stream, [new_event(e) for e in out.events], self._version)
 
+        # the consumer-protocol decider (and a conversion) changed the group as it decided: a
+        # refused append must reload it from the stream
+        reload = isinstance(self._group, ModernGroup) or any(isinstance(e, CONSUMER_GROUP_RECORDS) for e in out.events)
+
         def done(results: list[AppendResult] | PersistError) -> None:
             if isinstance(results, PersistError):
-                if self._group is not None and any(isinstance(e, ConsumerGroupDeleted) for e in out.events):
+                if isinstance(self._group, ClassicGroup) and any(isinstance(e, ConsumerGroupDeleted) for e in out.events):
                     self._group.undo_delete(now)
-                if results.error == "CONCURRENCY":
+                if results.error == "CONCURRENCY" or reload:
                     self._ready = False
                     self._recovery_gen += 1
                     self._recover(self._recovery_gen, None)
-                    deliver(("NOT_COORDINATOR", str(results)))
+                    deliver(("NOT_COORDINATOR" if results.error == "CONCURRENCY" else "COORDINATOR_NOT_AVAILABLE", str(results)))
                 else:
                     deliver(("COORDINATOR_NOT_AVAILABLE", str(results)))
                 return
@@ -201,33 +215,51 @@ class ConsumerGroupActor(EventSourcedActor):
         except Exception as exc:  # a bug must not kill the group
             log.exception("consumer group %s: %s failed", self._group_id, type(msg).__name__)
             self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+            if isinstance(self._group, ModernGroup):  # it may be half-changed: reload it
+                self._ready = False
+                self._recovery_gen += 1
+                self._recover(self._recovery_gen, None)
             return
         self._finish(out, sender, now)
 
     # ------------------------------------------------------------------ requests
 
     def receiveMsg_JoinGroupCmd(self, msg: m.JoinGroupCmd, sender: Any) -> None:
-        """JoinGroup → ``JoinGroupResult`` (at once or when the generation completes)."""
-        self._run(msg, sender, lambda g, now: g.join(
+        """JoinGroup → ``JoinGroupResult`` (at once or when the generation completes). On an
+        empty consumer group the group is deleted and becomes classic first (scenario #47); on a
+        non-empty one INCONSISTENT_GROUP_PROTOCOL (classic members in a consumer group are not
+        supported)."""
+        def decide(g: Any, now: int) -> Outcome:
+            pre = Outcome()
+            if isinstance(g, ModernGroup):
+                if not g.is_empty():
+                    return Outcome(reply=JoinGroupResult("INCONSISTENT_GROUP_PROTOCOL", member_id=msg.member_id))
+                pre.events.extend(g.delete_records())
+                g = self._group = classic_from(g, self._config)
+            return pre.merge(join(g, now))
+
+        join = lambda g, now: g.join(  # noqa: E731
             now, member_id=msg.member_id, group_instance_id=msg.group_instance_id, protocol_type=msg.protocol_type,
             protocols=msg.protocols, session_timeout_ms=msg.session_timeout_ms,
             rebalance_timeout_ms=msg.rebalance_timeout_ms, client_id=msg.client_id, client_host=msg.client_host,
-            api_version=msg.api_version))
+            api_version=msg.api_version)
+        self._run(msg, sender, decide)
 
     def receiveMsg_SyncGroupCmd(self, msg: m.SyncGroupCmd, sender: Any) -> None:
         """SyncGroup → ``SyncGroupResult`` (at once or when the leader's assignment is stored)."""
-        self._run(msg, sender, lambda g, now: g.sync(
+        self._run(msg, sender, lambda g, now: Outcome(reply=SyncGroupResult("UNKNOWN_MEMBER_ID")) if isinstance(g, ModernGroup) else g.sync(
             now, member_id=msg.member_id, group_instance_id=msg.group_instance_id, generation=msg.generation,
             protocol_type=msg.protocol_type, protocol=msg.protocol, assignments=dict(msg.assignments)))
 
     def receiveMsg_HeartbeatCmd(self, msg: m.HeartbeatCmd, sender: Any) -> None:
         """Heartbeat → ``HeartbeatResult``."""
-        self._run(msg, sender, lambda g, now: g.heartbeat(
+        self._run(msg, sender, lambda g, now: Outcome(reply=HeartbeatResult("UNKNOWN_MEMBER_ID")) if isinstance(g, ModernGroup) else g.heartbeat(
             now, member_id=msg.member_id, group_instance_id=msg.group_instance_id, generation=msg.generation))
 
     def receiveMsg_LeaveGroupCmd(self, msg: m.LeaveGroupCmd, sender: Any) -> None:
         """LeaveGroup → ``LeaveGroupResult``."""
-        self._run(msg, sender, lambda g, now: g.leave(now, list(msg.members)))
+        self._run(msg, sender, lambda g, now: Outcome(reply=LeaveGroupResult(None, tuple(
+            (x.member_id, x.group_instance_id, "UNKNOWN_MEMBER_ID") for x in msg.members))) if isinstance(g, ModernGroup) else g.leave(now, list(msg.members)))
 
     def receiveMsg_OffsetCommitCmd(self, msg: m.OffsetCommitCmd, sender: Any) -> None:
         """OffsetCommit → ``OffsetCommitResult`` once the offsets are durable."""
@@ -236,25 +268,75 @@ class ConsumerGroupActor(EventSourcedActor):
             partitions=list(msg.partitions), api_version=msg.api_version, retention_ms=msg.retention_ms))
 
     def receiveMsg_OffsetFetchCmd(self, msg: m.OffsetFetchCmd, sender: Any) -> None:
-        """OffsetFetch → ``OffsetFetchReply`` (reads the applied, i.e. durable, offsets)."""
-        self._run(msg, sender, lambda g, now: Outcome(reply=m.OffsetFetchReply(tuple(
-            g.fetch_offsets(None if msg.partitions is None else list(msg.partitions))))))
+        """OffsetFetch → ``OffsetFetchReply`` (reads the applied, i.e. durable, offsets); a
+        consumer-protocol group checks v9's member id and epoch first (``Failure`` with
+        UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH, a group-level error)."""
+        def fetch(g: Any, now: int) -> Outcome:
+            if isinstance(g, ModernGroup):
+                err = g.validate_offset_fetch(msg.member_id, msg.member_epoch)
+                if err is not None:
+                    return Outcome(reply=Failure(err, f"OffsetFetch by member {msg.member_id} at epoch {msg.member_epoch}"))
+            return Outcome(reply=m.OffsetFetchReply(tuple(g.fetch_offsets(None if msg.partitions is None else list(msg.partitions)))))
+
+        self._run(msg, sender, fetch)
 
     def receiveMsg_DescribeConsumerGroup(self, msg: m.DescribeConsumerGroup, sender: Any) -> None:
-        """→ ``ConsumerGroupSummary`` (state, protocol type, member count)."""
-        self._run(msg, sender, lambda g, now: Outcome(reply=m.ConsumerGroupSummary(
-            g.group_id, g.describe_state(), g.protocol_type or "", g.exists, len(g.members))))
+        """→ ``ConsumerGroupSummary`` (state, protocol type, member count, group type)."""
+        def summary(g: Any, now: int) -> Outcome:
+            if isinstance(g, ModernGroup):
+                return Outcome(reply=m.ConsumerGroupSummary(g.group_id, g.state(), "consumer", g.exists, len(g.members), "consumer"))
+            return Outcome(reply=m.ConsumerGroupSummary(g.group_id, g.describe_state(), g.protocol_type or "", g.exists, len(g.members)))
+
+        self._run(msg, sender, summary)
+
+    def receiveMsg_ConsumerGroupHeartbeatCmd(self, msg: m.ConsumerGroupHeartbeatCmd, sender: Any) -> None:
+        """ConsumerGroupHeartbeat → ``ConsumerHeartbeatResult``. A classic group that is empty
+        (or holds only offsets) becomes a consumer group when the heartbeat writes records; a
+        non-empty classic group is GROUP_ID_NOT_FOUND (online upgrade is not supported)."""
+        image = {name: (tid, n) for name, tid, n in msg.image}
+
+        def decide(g: Any, now: int) -> Outcome:
+            if isinstance(g, ClassicGroup):
+                if not is_empty_classic(g):
+                    return Outcome(reply=ConsumerHeartbeatResult(
+                        "GROUP_ID_NOT_FOUND", f"Group {g.group_id} is not a consumer group.", msg.member_id, msg.member_epoch))
+                g = modern_from(g, self._mconfig)
+            out = g.heartbeat(
+                now, member_id=msg.member_id, member_epoch=msg.member_epoch, instance_id=msg.instance_id,
+                rack_id=msg.rack_id, rebalance_timeout_ms=msg.rebalance_timeout_ms,
+                subscribed_topic_names=msg.subscribed_topic_names, server_assignor=msg.server_assignor,
+                owned=None if msg.owned is None else {t: frozenset(ps) for t, ps in msg.owned},
+                client_id=msg.client_id, client_host=msg.client_host, image=image, regex=msg.regex,
+                api_version=msg.api_version)
+            if out.events:
+                self._group = g
+            return out
+
+        self._run(msg, sender, decide)
+
+    def receiveMsg_ConsumerGroupDescribeCmd(self, msg: m.ConsumerGroupDescribeCmd, sender: Any) -> None:
+        """ConsumerGroupDescribe → ``ConsumerGroupDescription``."""
+        self._run(msg, sender, lambda g, now: Outcome(reply=g.describe() if isinstance(g, ModernGroup) and g.exists else
+                                                      ConsumerGroupDescription(g.group_id, "GROUP_ID_NOT_FOUND")))
 
     # ------------------------------------------------------------------ group admin
 
     def receiveMsg_DescribeGroupCmd(self, msg: m.DescribeGroupCmd, sender: Any) -> None:
         """DescribeGroups → ``DescribedGroup`` (``Dead`` for a group that does not exist)."""
-        self._run(msg, sender, lambda g, now: Outcome(reply=g.describe()))
+        self._run(msg, sender, lambda g, now: Outcome(reply=g.describe_classic() if isinstance(g, ModernGroup) else g.describe()))
 
     def receiveMsg_DeleteGroupCmd(self, msg: m.DeleteGroupCmd, sender: Any) -> None:
         """DeleteGroups → ``DeleteGroupResult`` once the tombstones are durable; the group is then
         forgotten (the id may be used again as a new group)."""
-        self._run(msg, sender, lambda g, now: g.delete_group(now))
+        def decide(g: Any, now: int) -> Outcome:
+            out = g.delete_group(now)
+            if isinstance(g, ModernGroup) and out.events:
+                # its tombstones are applied as decided: the id is a classic group again, which
+                # the OffsetsDeleted and ConsumerGroupDeleted then empty and forget once durable
+                self._group = classic_from(g, self._config)
+            return out
+
+        self._run(msg, sender, decide)
 
     def receiveMsg_OffsetDeleteCmd(self, msg: m.OffsetDeleteCmd, sender: Any) -> None:
         """OffsetDelete → ``OffsetDeleteResult`` once the tombstones are durable."""

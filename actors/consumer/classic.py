@@ -32,6 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from actors.consumer.offsets import fetch_committed, validate_commit_partitions
 from config import BROKER_DEFAULTS
 from events.base import DomainEvent
 from events.consumer_group import (
@@ -789,16 +790,7 @@ class ClassicGroup:
         m = self.members.get(member_id)
         if m is not None and self.state in (STABLE, PREPARING):
             m.deadline_ms = now_ms + m.session_timeout_ms
-        results = []
-        stored = []
-        for p in partitions:
-            meta = p.metadata or ""
-            if len(meta) > self.config.offset_metadata_max_bytes:
-                results.append((p.topic, p.partition, "OFFSET_METADATA_TOO_LARGE"))
-                continue
-            results.append((p.topic, p.partition, None))
-            stored.append(CommittedOffset(p.topic, p.partition, p.offset, p.leader_epoch, meta, now_ms,
-                                          now_ms + retention_ms if retention_ms >= 0 else None))
+        results, stored = validate_commit_partitions(partitions, now_ms, self.config.offset_metadata_max_bytes, retention_ms)
         out = Outcome(reply=OffsetCommitResult(tuple(results)))
         if stored:
             out.events.append(OffsetsCommitted(self.group_id, member_id, generation, tuple(stored)))
@@ -808,13 +800,7 @@ class ClassicGroup:
         """OffsetFetch (``OffsetMetadataManager.fetchOffsets``/``fetchAllOffsets``): the
         requested partitions (offset -1, leader epoch -1, metadata "" when none; also for a
         missing group), or ``None`` for every committed offset (sorted)."""
-        if partitions is None:
-            return [FetchedOffset(o.topic, o.partition, o.offset, o.leader_epoch, o.metadata) for _, o in sorted(self.offsets.items())]
-        out = []
-        for t, p in partitions:
-            o = self.offsets.get((t, p))
-            out.append(FetchedOffset(t, p, -1, -1, "") if o is None else FetchedOffset(t, p, o.offset, o.leader_epoch, o.metadata))
-        return out
+        return fetch_committed(self.offsets, partitions)
 
     def describe_state(self) -> str:
         """The group state's display name (``ClassicGroupState``): Empty, PreparingRebalance,

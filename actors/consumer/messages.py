@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from actors.consumer.classic import CommitPartition, FetchedOffset, LeaveMember
 
 __all__ = [
+    "ConsumerGroupDescribeCmd",
+    "ConsumerGroupHeartbeatCmd",
     "ConsumerGroupSummary",
     "DeleteGroupCmd",
     "DescribeConsumerGroup",
@@ -96,6 +98,9 @@ class OffsetFetchCmd:
 
     group_id: str
     partitions: tuple[tuple[str, int], ...] | None
+    #: v9 (KIP-848): checked by a consumer-protocol group (``None`` / -1: an admin fetch)
+    member_id: str | None = None
+    member_epoch: int = -1
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,9 @@ class ConsumerGroupSummary:
     protocol_type: str
     exists: bool
     members: int
+    #: "classic" or "consumer" (KIP-848 consumer protocol; ``state`` is then the
+    #: ConsumerGroupState: Empty, Assigning, Reconciling, Stable)
+    group_type: str = "classic"
 
 
 # -- group admin (DescribeGroups 15, DeleteGroups 42, OffsetDelete 47) ----------------------------
@@ -149,3 +157,35 @@ class OffsetDeleteCmd:
 
     group_id: str
     partitions: tuple[tuple[str, int], ...]
+
+
+
+@dataclass(frozen=True)
+class ConsumerGroupHeartbeatCmd:
+    """ConsumerGroupHeartbeat (68), KIP-848. ``owned`` the request's TopicPartitions as
+    ``(topic id, partitions)`` (``None``: null); ``image`` the topic metadata the wire knows,
+    ``(topic name, topic id, partition count)`` of every topic (the decider recomputes the
+    subscription metadata of all members from it). Answered ``ConsumerHeartbeatResult``."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: tuple[str, ...] | None
+    server_assignor: str | None
+    owned: tuple[tuple[str, tuple[int, ...]], ...] | None
+    client_id: str
+    client_host: str
+    image: tuple[tuple[str, str, int], ...]
+    api_version: int = 0
+    regex: str | None = None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupDescribeCmd:
+    """ConsumerGroupDescribe (69) of one group → ``ConsumerGroupDescription`` (error
+    GROUP_ID_NOT_FOUND for a group that is not a consumer-protocol group)."""
+
+    group_id: str

@@ -836,3 +836,98 @@ def test_consumer_group_duckdb_equals_python(tmp_path, entries):
 @given(entries=consumer_group_logs)
 def test_consumer_group_spark_equals_python(tmp_path, spark_session, entries):
     assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["consumer_group"]))
+
+
+# ----------------------------------------------------------------------------- consumer groups (KIP-848)
+
+
+def _materialize_consumer_protocol_ops(ops):
+    """Run random operations the way the ConsumerGroupActor does — ConsumerGroupHeartbeats
+    (joins, acknowledgements, leaves, static leaves and replacements), session and rebalance
+    timeouts, topic resizes, offset commits, a conversion back to classic when empty (#47) — on
+    the real deciders of group ``g`` (stream ``consumer-group:g``) and return the log."""
+    from actors.consumer.classic import ClassicGroup, CommitPartition
+    from actors.consumer.group import classic_from, is_empty_classic, modern_from
+    from actors.consumer.modern import STATIC_LEAVE_EPOCH, ModernGroup
+    from events.consumer_group import OffsetsCommitted
+
+    stream = "consumer-group:g"
+    counter = itertools.count()
+    g = ClassicGroup("g", id_factory=lambda: f"id{next(counter)}")
+    log = []
+    now = 0
+    image = {"tA": ("00000000-0000-0000-0000-00000000000a", 3), "tB": ("00000000-0000-0000-0000-00000000000b", 2)}
+    for kind, who, flag, topics in ops:
+        now += 1000
+        out = None
+        if kind == "join":
+            inst = f"i-{who}" if flag else None
+            if isinstance(g, ClassicGroup):
+                if not is_empty_classic(g):
+                    continue
+                m = modern_from(g, id_factory=lambda: f"id{next(counter)}")
+                out = m.heartbeat(now, member_id=who, member_epoch=0, instance_id=inst, rebalance_timeout_ms=3000,
+                                  subscribed_topic_names=topics, owned={}, image=image, client_id="c")
+                if out.events:
+                    g = m
+            else:
+                out = g.heartbeat(now, member_id=who, member_epoch=0, instance_id=inst, rebalance_timeout_ms=3000,
+                                  subscribed_topic_names=topics, owned={}, image=image, client_id="c")
+        elif isinstance(g, ModernGroup) and kind == "hb" and who in g.members:
+            mem = g.members[who]
+            if mem.member_epoch < 0:
+                continue
+            out = g.heartbeat(now, member_id=who, member_epoch=mem.member_epoch, instance_id=mem.instance_id,
+                              owned=dict(mem.assigned) if flag else None, image=image,
+                              subscribed_topic_names=topics if not flag else None)
+        elif isinstance(g, ModernGroup) and kind == "leave" and who in g.members:
+            mem = g.members[who]
+            epoch = STATIC_LEAVE_EPOCH if (flag and mem.instance_id) else -1
+            out = g.heartbeat(now, member_id=who, member_epoch=epoch, instance_id=mem.instance_id, image=image)
+        elif isinstance(g, ModernGroup) and kind == "tick":
+            now += 50_000 if flag else 3_500
+            out = g.tick(now, image)
+        elif kind == "resize":
+            image = dict(image, tA=(image["tA"][0], 3 + (1 if flag else 0)))
+        elif kind == "commit":
+            mem = g.members.get(who) if isinstance(g, ModernGroup) else None
+            gen = mem.member_epoch if mem is not None else -1
+            out = g.commit(now, member_id=who if mem is not None else "", group_instance_id=None, generation=gen,
+                           partitions=[CommitPartition("tA", 0, now), CommitPartition("tB", 1, now + 1, 2, "md")])
+        elif kind == "classic" and isinstance(g, ModernGroup) and g.is_empty():
+            for e in g.delete_records():
+                log.append((stream, e))
+            g = classic_from(g)
+            continue
+        if out is None:
+            continue
+        for e in out.events:
+            if isinstance(e, OffsetsCommitted):
+                g.apply(e)
+            log.append((stream, e))
+    return log
+
+
+consumer_protocol_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["join", "join", "hb", "hb", "hb", "leave", "tick", "resize", "commit", "classic"]),
+        st.sampled_from(["m1", "m2", "m3"]),
+        st.booleans(),
+        st.sampled_from([("tA",), ("tB",), ("tA", "tB")]),
+    ),
+    min_size=0, max_size=25,
+)
+consumer_protocol_logs = consumer_protocol_ops.map(_materialize_consumer_protocol_ops)
+
+
+@SETTINGS
+@given(entries=consumer_protocol_logs)
+def test_consumer_protocol_duckdb_equals_python(tmp_path, entries):
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["consumer_group"]))
+
+
+@pytest.mark.spark
+@SPARK_SETTINGS
+@given(entries=consumer_protocol_logs)
+def test_consumer_protocol_spark_equals_python(tmp_path, spark_session, entries):
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["consumer_group"]))

@@ -39,7 +39,7 @@ class Inner(FakeBackend):
         self.calls.append(cmd)
         return OffsetCommitResult(tuple((p.topic, p.partition, None) for p in cmd.partitions))
 
-    def consumer_fetch_offsets(self, group, partitions):
+    def consumer_fetch_offsets(self, group, partitions, member_id=None, member_epoch=-1):
         self.calls.append((group, partitions))
         return None, [FetchedOffset(t, p, 7, 1, "md") for t, p in (partitions or [("a", 0), ("b", 0)])]
 

@@ -42,7 +42,7 @@ class Backend:
         self.cmds.append(cmd)
         return OffsetCommitResult(tuple((p.topic, p.partition, None if p.topic == "t" else "UNKNOWN_TOPIC_OR_PARTITION") for p in cmd.partitions))
 
-    def consumer_fetch_offsets(self, group, partitions):
+    def consumer_fetch_offsets(self, group, partitions, member_id=None, member_epoch=-1):
         self.cmds.append((group, partitions))
         return None, [FetchedOffset(t, p, 9 if p == 0 else -1, 2 if p == 0 else -1, "md" if p == 0 else "") for t, p in (partitions or [("t", 0)])]
 

@@ -67,6 +67,22 @@ class _SweepBackend(FakeBackend, GroupAnswers):
         member = {"member_id": "m1", "rack_id": None, "member_epoch": 3, "client_id": "c", "client_host": "/127.0.0.1", "subscribed": ("s0",), "assignment": [(self._topics["s0"].topic_id, "s0", [0, 1])]}
         return {"state": "Stable", "group_epoch": 3, "assignment_epoch": 3, "assignor": "simple", "members": [member]}
 
+    def consumer_group_heartbeat(self, cmd):
+        from actors.consumer.modern import ConsumerHeartbeatResult
+
+        if cmd.member_epoch < 0:
+            return ConsumerHeartbeatResult("UNKNOWN_MEMBER_ID", "unknown", cmd.member_id, cmd.member_epoch)
+        return ConsumerHeartbeatResult(None, None, cmd.member_id or "m1", 1, 5000, ((str(self._topics["s0"].topic_id), (0, 1)),))
+
+    def consumer_group_describe(self, group):
+        from actors.consumer.modern import ConsumerGroupDescription, DescribedMember
+
+        if group != "s0":
+            return ConsumerGroupDescription(group, "GROUP_ID_NOT_FOUND")
+        tid = str(self._topics["s0"].topic_id)
+        m = DescribedMember("m1", None, None, 3, "c", "/127.0.0.1", ("s0",), ((tid, "s0", (0, 1)),), ((tid, "s0", (0, 1)),), "STABLE")
+        return ConsumerGroupDescription(group, None, "Stable", 3, 3, "uniform", (m,))
+
     def share_group_offsets(self, group, topics):
         return None, None, [("s0", self._topics["s0"].topic_id, [(0, 5, None), (1, -1, "UNKNOWN_TOPIC_OR_PARTITION")])]
 
