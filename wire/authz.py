@@ -561,7 +561,7 @@ class AuthorizingBackend:
             return "GROUP_AUTHORIZATION_FAILED", "The group is not authorized", []
         denied = {n for n, _ in topics if not self._ok("READ", "TOPIC", n)}
         ok = [(n, ps) for n, ps in topics if n not in denied]
-        err, msg, rows = self.inner.share_alter_offsets(group, ok) if ok else (None, None, [])
+        err, msg, rows = self.inner.share_alter_offsets(group, ok)  # the group is validated even with no topic left
         if err is not None:
             return err, msg, rows
         by_name = {r[0]: r for r in rows}

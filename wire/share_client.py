@@ -598,18 +598,17 @@ class ShareClient:
             info = infos.get(name)
             if info is not None:
                 wanted.extend((str(info.topic_id), int(p), int(o)) for p, o in parts if 0 <= p < info.partitions)
-        results: dict[tuple[str, int], tuple[str | None, str | None]] = {}
-        if wanted:
-            try:
-                r = self._ask(group, AlterShareGroupOffsets(group, tuple(wanted)), create=False)
-            except GroupRefused as exc:
-                return exc.error, exc.message, []
-            except ActorTimeout as exc:
-                return "COORDINATOR_NOT_AVAILABLE", str(exc), []
-            if _reply_error(r):
-                return _reply_error(r), getattr(r, "message", None) or None, []
-            results = {(pr.topic_id, pr.partition): (_err(pr.error), pr.message or None) for pr in r.partitions}
-            self._forget_positions(group)
+        # asked even with no known partition: the group is validated all the same (Kafka's shard)
+        try:
+            r = self._ask(group, AlterShareGroupOffsets(group, tuple(wanted)), create=False)
+        except GroupRefused as exc:
+            return exc.error, exc.message, []
+        except ActorTimeout as exc:
+            return "COORDINATOR_NOT_AVAILABLE", str(exc), []
+        if _reply_error(r):
+            return _reply_error(r), getattr(r, "message", None) or None, []
+        results = {(pr.topic_id, pr.partition): (_err(pr.error), pr.message or None) for pr in r.partitions}
+        self._forget_positions(group)
         out = []
         unknown = ("UNKNOWN_TOPIC_OR_PARTITION", "This server does not host this topic-partition.")
         for name, parts in topics:

@@ -234,6 +234,7 @@ def test_share_group_offsets_admin_and_delete(daemon_factory):
     r = _alter_share(d.port, group, "no-such-topic", 0)
     assert r.responses[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
     assert _alter_share(d.port, "no-such-group", topic, 0).error_code == ErrorCode.group_id_not_found
+    assert _alter_share(d.port, "no-such-group", "no-such-topic", 0).error_code == ErrorCode.group_id_not_found
     assert _alter_share(d.port, "", topic, 0).error_code == ErrorCode.invalid_group_id
     assert _delete_share(d.port, "no-such-group", topic).error_code == ErrorCode.group_id_not_found
 
