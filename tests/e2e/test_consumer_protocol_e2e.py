@@ -229,7 +229,7 @@ def test_consumer_protocol_over_raw_requests(daemon_factory):
     create_topic(d.bootstrap, topic, 2)
     r = _cghb(d.port, 0, group, "", 0, (topic,), (), 30000)
     assert r.error_code == ErrorCode.none and r.member_id and r.member_epoch == 1
-    assert r.heartbeat_interval == datetime.timedelta(milliseconds=5000)
+    assert r.heartbeat_interval == datetime.timedelta(milliseconds=500)  # Shoal's default (config.py)
     assert sorted(r.assignment.topic_partitions[0].partitions) == [0, 1]
     mid = r.member_id
     r = _cghb(d.port, 0, group, mid, 1)
