@@ -35,6 +35,10 @@ import uuid
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Sequence
 
+from actors.consumer.classic import DescribedGroup
+from actors.consumer.classic import OffsetDeleteResult
+from actors.consumer.modern import ConsumerGroupDescription
+from actors.consumer.modern import ConsumerHeartbeatResult
 from actors.consumer.classic import HeartbeatResult as ClassicHeartbeatResult
 from actors.consumer.classic import JoinGroupResult, LeaveGroupResult, OffsetCommitResult
 from actors.consumer.classic import SyncGroupResult as ClassicSyncResult
@@ -526,8 +530,6 @@ class AuthorizingBackend:
     def describe_group(self, group: str):
         """DESCRIBE on the group → GROUP_AUTHORIZATION_FAILED (state "", no members)."""
         if not self._ok("DESCRIBE", "GROUP", group):
-            from actors.consumer.classic import DescribedGroup
-
             return "GROUP_AUTHORIZATION_FAILED", None, DescribedGroup(group, "", "", "", ())
         return self.inner.describe_group(group)
 
@@ -540,8 +542,6 @@ class AuthorizingBackend:
     def consumer_delete_offsets(self, group: str, partitions):
         """DELETE on the group (else the response's error is GROUP_AUTHORIZATION_FAILED); READ on
         each topic (denied partitions TOPIC_AUTHORIZATION_FAILED, not deleted)."""
-        from actors.consumer.classic import OffsetDeleteResult
-
         if not self._ok("DELETE", "GROUP", group):
             return OffsetDeleteResult("GROUP_AUTHORIZATION_FAILED")
         allowed = {t for t in {t for t, _ in partitions} if self._ok("READ", "TOPIC", t)}
@@ -587,8 +587,6 @@ class AuthorizingBackend:
     # -- KIP-848 consumer groups (KafkaApis handleConsumerGroupHeartbeat / handleConsumerGroupDescribe)
     def consumer_group_heartbeat(self, cmd):
         """READ on the group; DESCRIBE on every subscribed topic."""
-        from actors.consumer.modern import ConsumerHeartbeatResult
-
         if not self._ok("READ", "GROUP", cmd.group_id):
             return ConsumerHeartbeatResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized", cmd.member_id, cmd.member_epoch)
         denied = sorted(t for t in cmd.subscribed_topic_names or () if not self._ok("DESCRIBE", "TOPIC", t))
@@ -600,8 +598,6 @@ class AuthorizingBackend:
     def consumer_group_describe(self, group: str):
         """DESCRIBE on the group; a group whose members subscribe to or are assigned a topic the
         client may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED (no members)."""
-        from actors.consumer.modern import ConsumerGroupDescription
-
         if not self._ok("DESCRIBE", "GROUP", group):
             return ConsumerGroupDescription(group, "GROUP_AUTHORIZATION_FAILED")
         d = self.inner.consumer_group_describe(group)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Any
 
+from actors.base import event_log_for
 from actors.consumer import messages as m
 from actors.consumer.classic import (
     DeleteGroupResult,
@@ -37,6 +37,7 @@ from actors.consumer.modern import ConsumerGroupDescription, ConsumerHeartbeatRe
 from actors.controller.messages import ChildLookup
 from actors.messages import Failure, NotReady
 from wire.gateway import ActorTimeout
+from wire.group_types import GroupTypes
 
 __all__ = ["ConsumerGroupClient", "STREAM_PREFIX"]
 
@@ -54,6 +55,8 @@ class ConsumerGroupClient:
         self.gateway = gateway
         self.controller = controller
         self.cfg = cfg
+        #: one type per group id (:class:`wire.group_types.GroupTypes`)
+        self.group_types = GroupTypes(cfg)
         self.timeout_s = float(cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
         self._lock = threading.Lock()
         self._children: dict[str, Any] = {}
@@ -87,17 +90,11 @@ class ConsumerGroupClient:
             return r.error, None
         return None, r
 
-    def _is_share_group(self, group: str) -> bool:
-        try:
-            return any(g == group for g, _t, _s in self.controller.share_groups())
-        except Exception:  # pragma: no cover - listing is best effort
-            return False
-
     # ------------------------------------------------------------------ requests
 
     def join(self, cmd: m.JoinGroupCmd) -> JoinGroupResult:
         """JoinGroup; waits up to the rebalance timeout plus the actor timeout."""
-        if self._is_share_group(cmd.group_id):
+        if self.group_types.is_share_group(cmd.group_id):
             return JoinGroupResult("INCONSISTENT_GROUP_PROTOCOL", member_id=cmd.member_id)
         wait = max(cmd.rebalance_timeout_ms, cmd.session_timeout_ms) / 1000 + self.timeout_s
         err, r = self._ask(cmd.group_id, cmd, wait)
@@ -136,7 +133,7 @@ class ConsumerGroupClient:
     def consumer_group_heartbeat(self, cmd: m.ConsumerGroupHeartbeatCmd) -> ConsumerHeartbeatResult:
         """ConsumerGroupHeartbeat (the command carries the topic image). A joining member (epoch
         0) of a share group's id gets GROUP_ID_NOT_FOUND."""
-        if cmd.member_epoch == 0 and self._is_share_group(cmd.group_id):
+        if cmd.member_epoch == 0 and self.group_types.is_share_group(cmd.group_id):
             return ConsumerHeartbeatResult("GROUP_ID_NOT_FOUND", f"Group {cmd.group_id} is not a consumer group.",
                                            cmd.member_id, cmd.member_epoch)
         err, r = self._ask(cmd.group_id, cmd)
@@ -157,8 +154,6 @@ class ConsumerGroupClient:
         if needed: a classic group's actor holds its soft state and never passivates)."""
         groups = set(self._children)
         try:
-            from actors.base import event_log_for
-
             groups |= {s[len(STREAM_PREFIX):] for s in event_log_for(self.cfg).stream_ids(STREAM_PREFIX)}
         except Exception:  # pragma: no cover
             log.debug("listing consumer-group streams failed", exc_info=True)
@@ -182,8 +177,6 @@ class ConsumerGroupClient:
             if group in self._children:
                 return True
         try:
-            from actors.base import event_log_for
-
             return event_log_for(self.cfg).stream_version(STREAM_PREFIX + group) > 0
         except Exception:  # pragma: no cover - without a log, ask the actor
             return True

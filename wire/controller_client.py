@@ -26,6 +26,9 @@ import time
 import uuid
 from typing import Any, Mapping, Sequence
 
+from actors.base import event_log_for
+from actors.controller.messages import ForgetShareGroup
+from actors.share.limits import census_from_log
 from actors.controller.acls import AclCreateResult, AclDeleteResult
 from actors.controller.messages import (
     AclsReply,
@@ -398,8 +401,6 @@ class ControllerClient:
         """``group`` was deleted: drop it from this client's caches and tell the controller
         (:class:`ForgetShareGroup`: out of the census, actor stopped). Best effort: a controller
         that does not answer keeps counting the group until its next recovery."""
-        from actors.controller.messages import ForgetShareGroup
-
         self._groups_seen.discard(group)
         self.forget_child(group)
         try:
@@ -411,9 +412,6 @@ class ControllerClient:
         """``(group id, "share", state)`` of the groups known to the event log or seen this run."""
         groups = set(self._groups_seen)
         try:
-            from actors.base import event_log_for
-            from actors.share.limits import census_from_log
-
             # streams of deleted groups (ending with ShareGroupDeleted) are left out
             groups |= census_from_log(event_log_for(self.cfg))
         except Exception:  # pragma: no cover - the log is optional for listing

@@ -32,12 +32,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from actors.base import event_log_for
+from actors.consumer.classic import DescribedGroup
+from actors.consumer.classic import OffsetDeleteResult
+from actors.consumer.modern import ConsumerGroupDescription
+from actors.consumer.modern import ConsumerHeartbeatResult
+from config import BROKER_DEFAULTS
 from actors.watchdog.liveness import boot_id, daemon_alive, observe_process, read_cmdline, session_members
 from actors.consumer.classic import OffsetCommitResult
 from wire import authz, consumer_client, controller_client, share_client
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchResult, TopicInfo, TopicSpec
 from wire.dispatch import API_NAMES, KafkaDispatcher
 from wire.gateway import ActorGateway
+from wire.group_types import GroupTypes
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.memory import MallocTrimmer
@@ -66,6 +73,8 @@ class ShoalBackend:
 
     def __init__(self, cfg: Mapping[str, str], controller: Any, shares: Any, logs: LogRegistry, host: str, port: int, consumers: Any = None) -> None:
         self.cfg = dict(cfg)
+        #: one type per group id (:class:`wire.group_types.GroupTypes`)
+        self.group_types = GroupTypes(self.cfg)
         #: the :class:`wire.consumer_client.ConsumerGroupClient` (classic consumer groups)
         self.consumers = consumers
         self.node_id = int(cfg.get("node.id", "1"))
@@ -269,8 +278,6 @@ class ShoalBackend:
 
     # -- KIP-848 consumer groups ----------------------------------------------------------------
     def _consumer_protocol_enabled(self) -> bool:
-        from config import BROKER_DEFAULTS
-
         key = "group.coordinator.rebalance.protocols"
         return "consumer" in [p.strip() for p in str(self.cfg.get(key, BROKER_DEFAULTS[key])).split(",")]
 
@@ -279,8 +286,6 @@ class ShoalBackend:
         listener's metadata cache knows, refreshed when a subscribed topic is missing), as share
         groups get theirs. UNSUPPORTED_VERSION when ``consumer`` is not in
         ``group.coordinator.rebalance.protocols`` (``KafkaApis``)."""
-        from actors.consumer.modern import ConsumerHeartbeatResult
-
         if not self._consumer_protocol_enabled():
             return ConsumerHeartbeatResult("UNSUPPORTED_VERSION", "The consumer rebalance protocol is disabled.", cmd.member_id, cmd.member_epoch)
         image = tuple((t.name, str(t.topic_id), t.partitions) for t in self.controller.cached_topics(cmd.subscribed_topic_names))
@@ -288,27 +293,17 @@ class ShoalBackend:
 
     def consumer_group_describe(self, group: str):
         """ConsumerGroupDescribe → the group's actor."""
-        from actors.consumer.modern import ConsumerGroupDescription
-
         if not self._consumer_protocol_enabled():
             return ConsumerGroupDescription(group, "UNSUPPORTED_VERSION")
         return self.consumers.consumer_group_describe(group)
 
     # -- group admin (DescribeGroups 15, DeleteGroups 42, OffsetDelete 47, 91, 92) --------------
-    def _is_share_group(self, group: str) -> bool:
-        try:
-            return any(g == group for g, _t, _s in self.controller.share_groups())
-        except Exception:  # pragma: no cover - listing is best effort
-            return False
-
     def describe_group(self, group: str):
         """DescribeGroups of one group → ``(error, message, DescribedGroup)``: a classic group as
         its actor describes it; a missing or non-classic group is ``Dead`` with
         GROUP_ID_NOT_FOUND and Kafka's message (the handler answers error 0 below v6)."""
-        from actors.consumer.classic import DescribedGroup
-
         dead = DescribedGroup(group, "Dead", "", "", ())
-        if self.consumers is None or self._is_share_group(group):
+        if self.consumers is None or self.group_types.is_share_group(group):
             return "GROUP_ID_NOT_FOUND", f"Group {group} is not a classic group.", dead
         err, d = self.consumers.describe(group)
         if err is not None:
@@ -319,7 +314,7 @@ class ShoalBackend:
 
     def delete_group(self, group: str) -> str | None:
         """DeleteGroups of one group (share or classic) → error name or ``None``."""
-        if self._is_share_group(group):
+        if self.group_types.is_share_group(group):
             return self.shares.delete_group(group)[0]
         if self.consumers is None:
             return "GROUP_ID_NOT_FOUND"
@@ -331,13 +326,11 @@ class ShoalBackend:
         GROUP_ID_NOT_FOUND (not a classic group). Returns an ``OffsetDeleteResult``; with a group
         error its partitions are those answered here (Kafka merges them into the coordinator's
         error response)."""
-        from actors.consumer.classic import OffsetDeleteResult
-
         known = [(t, p) for t, p in partitions if self._known(t, p)]
         unknown = tuple((t, p, "UNKNOWN_TOPIC_OR_PARTITION") for t, p in partitions if (t, p) not in set(known))
         if not group:
             return OffsetDeleteResult("INVALID_GROUP_ID", unknown)
-        if self.consumers is None or self._is_share_group(group):
+        if self.consumers is None or self.group_types.is_share_group(group):
             return OffsetDeleteResult("GROUP_ID_NOT_FOUND", unknown)
         r = self.consumers.delete_offsets(group, known)
         if r.error is not None:
@@ -679,7 +672,6 @@ class Daemon:
         the listener process: fewer processes, no supervision)."""
         if self.cfg.get("remote.log.storage.system.enable", "true").lower() != "true":
             return
-        from actors.base import event_log_for
         from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
         from actors.rlmm.metadata import TopicIdPartition
         from store.remote_log_manager import RemoteLogManager

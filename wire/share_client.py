@@ -49,6 +49,9 @@ import time
 import uuid
 from typing import Any, Sequence
 
+from actors.share.messages import AlterShareGroupOffsets
+from actors.share.messages import DeleteShareGroupOffsets
+from actors.share.messages import DeleteShareGroupState
 from actors.messages import StatusReply, StatusRequest
 from actors.share.config import BrokerShareConfig, GroupShareConfig, InvalidConfig, effective_group_configs, validate_group_configs
 from actors.share.errors import ShareError
@@ -58,6 +61,7 @@ from actors.share.sessions import ShareSessions, decide_share_acknowledge, decid
 from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
 from wire.controller_client import GroupRefused
 from wire.gateway import ActorTimeout
+from wire.group_types import GroupTypes
 from wire.quotas import parked
 
 __all__ = ["ShareClient"]
@@ -112,6 +116,8 @@ class ShareClient:
         self.controller = controller
         self.logs = logs
         self.cfg = cfg
+        #: one type per group id (:class:`wire.group_types.GroupTypes`)
+        self.group_types = GroupTypes(cfg)
         self._lock = threading.Lock()
         self._session_parts: dict[tuple[str, str], set[tuple[str, int]]] = {}
         self._next: dict[tuple[str, str, int], int] = {}
@@ -145,15 +151,6 @@ class ShareClient:
             self.controller.forget_child(group)
         return reply
 
-    def _is_consumer_group(self, group: str) -> bool:
-        """Whether ``group`` is a consumer group's id (its ``consumer-group:`` stream has events)."""
-        try:
-            from actors.base import event_log_for
-
-            return event_log_for(self.cfg).stream_version(f"consumer-group:{group}") > 0
-        except Exception:  # pragma: no cover - no event log (tests): nothing to collide with
-            return False
-
     # ------------------------------------------------------------------ heartbeat
     def heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
         """ShareGroupHeartbeat → ``ShareGroupHeartbeatCmd`` with the metadata image of the topics
@@ -164,7 +161,7 @@ class ShareClient:
             validate_heartbeat(ShareGroupHeartbeat(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed)))
         except MembershipError as exc:
             return HeartbeatResult(exc.error, exc.message, member_id, epoch)
-        if epoch == 0 and self._is_consumer_group(group):  # one type per group id (Kafka: not a share group)
+        if epoch == 0 and self.group_types.is_consumer_group(group):  # one type per group id (Kafka: not a share group)
             return HeartbeatResult("GROUP_ID_NOT_FOUND", f"Group {group} is not a share group.", member_id, epoch)
         image = {t.name: (str(t.topic_id), t.partitions) for t in self.controller.cached_topics(subscribed)}
         cmd = ShareGroupHeartbeatCmd(group, member_id, epoch, rack, None if subscribed is None else tuple(subscribed), image, client_id, client_host)
@@ -566,8 +563,6 @@ class ShareClient:
         ``ShareGroupDeleted``, in one append: KIP-932 DeleteShareGroupState); then the controller
         drops it from the census and stops its actor, so the id starts afresh. GROUP_ID_NOT_FOUND
         for a group that does not exist, NON_EMPTY_GROUP while it has members."""
-        from actors.share.messages import DeleteShareGroupState
-
         try:
             r = self._ask(group, DeleteShareGroupState(group), create=False)
         except GroupRefused as exc:
@@ -590,8 +585,6 @@ class ShareClient:
         ``(error, message, [(name, topic uuid or None, [(partition, error, message)])])``. Unknown
         topics and partitions answer UNKNOWN_TOPIC_OR_PARTITION here (Kafka's
         ``completeAlterShareGroupOffsets``); the rest go to the group's actor in one message."""
-        from actors.share.messages import AlterShareGroupOffsets
-
         infos = {t.name: t for t in self.controller.cached_topics([n for n, _ in topics])}
         wanted: list[tuple[str, int, int]] = []
         for name, parts in topics:
@@ -626,8 +619,6 @@ class ShareClient:
         (it initialises them again from ``share.auto.offset.reset``); a topic without state is
         UNKNOWN_TOPIC_OR_PARTITION "There is no offset information to delete.", an unknown topic
         UNKNOWN_TOPIC_OR_PARTITION (Kafka's ``sharePartitionsEligibleForOffsetDeletion``)."""
-        from actors.share.messages import DeleteShareGroupOffsets
-
         infos = {t.name: t for t in self.controller.cached_topics(list(topics))}
         ids = tuple(dict.fromkeys(str(infos[n].topic_id) for n in topics if n in infos))
         try:

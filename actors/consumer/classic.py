@@ -32,7 +32,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from actors.consumer.offsets import fetch_committed, validate_commit_partitions
+from actors.consumer.offsets import FetchedOffset, decide_offset_delete, fetch_committed, validate_commit_partitions
 from config import BROKER_DEFAULTS
 from events.base import DomainEvent
 from events.consumer_group import (
@@ -184,18 +184,6 @@ class OffsetCommitResult:
     """OffsetCommit: per partition ``(topic, partition, error)`` in request order."""
 
     partitions: tuple[tuple[str, int, str | None], ...]
-
-
-@dataclass(frozen=True)
-class FetchedOffset:
-    """OffsetFetch of one partition: offset -1, leader epoch -1, metadata "" when none."""
-
-    topic: str
-    partition: int
-    offset: int
-    leader_epoch: int
-    metadata: str
-    error: str | None = None
 
 
 @dataclass
@@ -901,19 +889,9 @@ class ClassicGroup:
         if self.state != EMPTY and self.protocol_type != "consumer":
             return Outcome(reply=OffsetDeleteResult("NON_EMPTY_GROUP"))
         subscribed = self.subscribed_topics()
-        results = []
-        gone = []
-        for t, p in partitions:
-            if _subscribed(t, subscribed, self.protocol_type):
-                results.append((t, p, "GROUP_SUBSCRIBED_TO_TOPIC"))
-                continue
-            results.append((t, p, None))
-            if (t, p) in self.offsets and DeletedOffset(t, p) not in gone:
-                gone.append(DeletedOffset(t, p))
-        out = Outcome(reply=OffsetDeleteResult(None, tuple(results)))
-        if gone:
-            out.events.append(OffsetsDeleted(self.group_id, tuple(gone)))
-        return out
+        results, deleted = decide_offset_delete(self.group_id, self.offsets, partitions,
+                                                lambda t: _subscribed(t, subscribed, self.protocol_type))
+        return Outcome(events=[deleted] if deleted else [], reply=OffsetDeleteResult(None, results))
 
 
 # ---------------------------------------------------------------------------------- admin results

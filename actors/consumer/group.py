@@ -18,9 +18,9 @@ from typing import Any
 
 from actors.consumer.classic import ClassicConfig, ClassicGroup
 from actors.consumer.modern import ModernConfig, ModernGroup
-from events.consumer_group import CONSUMER_GROUP_RECORDS, ConsumerGroupEpochRecorded
+from events.consumer_group import CONSUMER_GROUP_RECORDS, ConsumerGroupDeleted, ConsumerGroupEpochRecorded, stream_id_for
 
-__all__ = ["classic_from", "evolve", "is_empty_classic", "modern_from"]
+__all__ = ["classic_from", "consumer_group_in_log", "evolve", "is_empty_classic", "modern_from"]
 
 
 def is_empty_classic(g: ClassicGroup) -> bool:
@@ -52,3 +52,15 @@ def evolve(group: Any, ev: Any, classic_config: ClassicConfig | None = None, mod
     if isinstance(group, ModernGroup) and isinstance(ev, ConsumerGroupEpochRecorded) and ev.tombstone:
         group = classic_from(group, classic_config)
     return group
+
+
+def consumer_group_in_log(elog: Any, group_id: str) -> bool:
+    """Whether consumer group ``group_id`` (classic or consumer protocol) exists in the event log
+    (:class:`store.event_log.EventLog`): its stream ``consumer-group:<id>`` has events and its last
+    event is not ``ConsumerGroupDeleted`` (DeleteGroups frees the id, as Kafka's group tombstone does)."""
+    sid = stream_id_for(group_id)
+    end = elog.stream_version(sid)
+    if end <= 0:
+        return False
+    last = elog.read_stream(sid, end, end)
+    return not (last and last[-1].event_type == ConsumerGroupDeleted.event_type)

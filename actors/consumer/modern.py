@@ -35,7 +35,7 @@ from typing import Any, Callable, Mapping
 
 from actors.consumer.assignors import ASSIGNORS, AssignorError, GroupSpec, MemberSpec, assign
 from actors.consumer.classic import DeleteGroupResult, DescribedGroup, OffsetCommitResult, OffsetDeleteResult, Outcome
-from actors.consumer.offsets import fetch_committed, validate_commit_partitions
+from actors.consumer.offsets import decide_offset_delete, fetch_committed, validate_commit_partitions
 from config import BROKER_DEFAULTS
 from events.base import DomainEvent
 from events.consumer_group import (
@@ -200,10 +200,12 @@ class ModernMember:
     pending_revocation: Mapping[str, frozenset[int]] = field(default_factory=dict)
 
     def subscription_key(self) -> tuple:
+        """The fields Kafka's MemberMetadata record (type 5) holds: a change writes that record."""
         return (self.instance_id, self.rack_id, self.client_id, self.client_host, self.subscribed_topic_names,
                 self.rebalance_timeout_ms, self.server_assignor)
 
     def assignment_key(self) -> tuple:
+        """The fields Kafka's CurrentMemberAssignment record (type 8) holds: a change writes that record."""
         return (self.state, self.member_epoch, self.previous_member_epoch, _norm(self.assigned), _norm(self.pending_revocation))
 
 
@@ -377,6 +379,9 @@ class ModernGroup:
         self.rebalance_deadlines: dict[str, tuple[int, int]] = {}
         #: the last topic image given (timers recompute the subscription metadata with it)
         self.image: dict[str, tuple[str, int]] = {}
+        #: whether a caller gave an image since this object was made (not after a recovery, until
+        #: the first heartbeat): until then the recorded subscription metadata stands in for it
+        self.image_known = False
 
     # ------------------------------------------------------------------ folding
 
@@ -464,9 +469,11 @@ class ModernGroup:
         return "Stable"
 
     def describe_state(self) -> str:
+        """The state's display name (ListGroups): :meth:`state`."""
         return self.state()
 
     def is_empty(self) -> bool:
+        """Whether the group has no members (``ConsumerGroup.isEmpty``)."""
         return not self.members
 
     def partition_epochs(self) -> dict[tuple[str, int], int]:
@@ -514,7 +521,10 @@ class ModernGroup:
 
     def _compute_metadata(self, members: Mapping[str, ModernMember]) -> dict[str, tuple[str, int]]:
         names = {n for m in members.values() for n in m.subscribed_topic_names}
-        return {n: self.image[n] for n in sorted(names) if n in self.image}
+        # after a recovery no image is known until a heartbeat brings one: a timer that fences a
+        # member must not read "every topic is gone" from the empty image
+        known = self.image if self.image_known else self.subscription_metadata
+        return {n: known[n] for n in sorted(names) if n in known}
 
     def _metadata_record(self, md: Mapping[str, tuple[str, int]]) -> ConsumerGroupSubscriptionMetadataRecorded:
         return ConsumerGroupSubscriptionMetadataRecorded(
@@ -550,6 +560,7 @@ class ModernGroup:
         rebalance timer fences its member if it is still at the epoch the timer was armed for."""
         if image is not None:
             self.image = dict(image)
+            self.image_known = True
         out = Outcome()
         for mid, due in sorted(self.session_deadlines.items(), key=lambda kv: kv[1]):
             if due <= now_ms and mid in self.members:
@@ -576,6 +587,7 @@ class ModernGroup:
         changes nothing and writes nothing."""
         if image is not None:
             self.image = dict(image)
+            self.image_known = True
         snap = self._snapshot()
         try:
             validate_heartbeat(group_id=self.group_id, member_id=member_id, member_epoch=member_epoch,
@@ -794,19 +806,8 @@ class ModernGroup:
         if not self.exists or self.deleted:
             return Outcome(reply=OffsetDeleteResult("GROUP_ID_NOT_FOUND"))
         subscribed = self.subscribed_topics()
-        results: list[tuple[str, int, str | None]] = []
-        gone: list[DeletedOffset] = []
-        for t, p in partitions:
-            if t in subscribed:
-                results.append((t, p, "GROUP_SUBSCRIBED_TO_TOPIC"))
-                continue
-            results.append((t, p, None))
-            if (t, p) in self.offsets and DeletedOffset(t, p) not in gone:
-                gone.append(DeletedOffset(t, p))
-        out = Outcome(reply=OffsetDeleteResult(None, tuple(results)))
-        if gone:
-            out.events.append(OffsetsDeleted(self.group_id, tuple(gone)))
-        return out
+        results, deleted = decide_offset_delete(self.group_id, self.offsets, partitions, subscribed.__contains__)
+        return Outcome(events=[deleted] if deleted else [], reply=OffsetDeleteResult(None, results))
 
     # ------------------------------------------------------------------ offsets
 

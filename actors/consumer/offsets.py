@@ -7,11 +7,26 @@ the commit time is now, a v2-v4 retention time sets the expiry) and OffsetFetch
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from events.consumer_group import CommittedOffset
+from typing import Callable
 
-__all__ = ["fetch_committed", "validate_commit_partitions"]
+from events.consumer_group import CommittedOffset, DeletedOffset, OffsetsDeleted
+
+__all__ = ["FetchedOffset", "decide_offset_delete", "fetch_committed", "validate_commit_partitions"]
+
+
+@dataclass(frozen=True)
+class FetchedOffset:
+    """OffsetFetch of one partition: offset -1, leader epoch -1, metadata "" when none."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    metadata: str
+    error: str | None = None
 
 
 def validate_commit_partitions(partitions: list[Any], now_ms: int, max_metadata_bytes: int,
@@ -34,8 +49,6 @@ def validate_commit_partitions(partitions: list[Any], now_ms: int, max_metadata_
 def fetch_committed(offsets: dict[tuple[str, int], CommittedOffset], partitions: list[tuple[str, int]] | None) -> list[Any]:
     """OffsetFetch of ``partitions`` (``None``: every committed offset, sorted) as
     ``FetchedOffset`` values."""
-    from actors.consumer.classic import FetchedOffset
-
     if partitions is None:
         return [FetchedOffset(o.topic, o.partition, o.offset, o.leader_epoch, o.metadata) for _, o in sorted(offsets.items())]
     out = []
@@ -43,3 +56,22 @@ def fetch_committed(offsets: dict[tuple[str, int], CommittedOffset], partitions:
         o = offsets.get((t, p))
         out.append(FetchedOffset(t, p, -1, -1, "") if o is None else FetchedOffset(t, p, o.offset, o.leader_epoch, o.metadata))
     return out
+
+
+def decide_offset_delete(group_id: str, offsets: dict[tuple[str, int], CommittedOffset], partitions: list[tuple[str, int]],
+                         subscribed: Callable[[str], bool]) -> tuple[tuple[tuple[str, int, str | None], ...], OffsetsDeleted | None]:
+    """The per-partition part of OffsetDelete (``OffsetMetadataManager.deleteOffsets``), once the
+    group passed its own check: every partition of a topic for which ``subscribed(topic)`` holds
+    is GROUP_SUBSCRIBED_TO_TOPIC; the others are NONE (``None``). Returns ``(per partition
+    (topic, partition, error) in request order, one OffsetsDeleted for the partitions that had an
+    offset, or None)``."""
+    results: list[tuple[str, int, str | None]] = []
+    gone: list[DeletedOffset] = []
+    for t, p in partitions:
+        if subscribed(t):
+            results.append((t, p, "GROUP_SUBSCRIBED_TO_TOPIC"))
+            continue
+        results.append((t, p, None))
+        if (t, p) in offsets and DeletedOffset(t, p) not in gone:
+            gone.append(DeletedOffset(t, p))
+    return tuple(results), (OffsetsDeleted(group_id, tuple(gone)) if gone else None)

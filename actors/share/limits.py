@@ -47,6 +47,7 @@ __all__ = [
     "census_from_stream_ids",
     "census_from_log",
     "deleted_by_tail",
+    "share_group_in_log",
     "STREAM_PREFIX",
 ]
 
@@ -118,21 +119,26 @@ def deleted_by_tail(tail_event_types: list[str] | tuple[str, ...]) -> bool | Non
     return None
 
 
+def share_group_in_log(elog: Any, group_id: str, tail: int = 16) -> bool:
+    """Whether share group ``group_id`` exists in the event log (:class:`store.event_log.EventLog`):
+    its stream ``share-group:<id>`` has events and does not end deleted (:func:`deleted_by_tail`;
+    reads the last ``tail`` events, more while they are only audit events)."""
+    sid = STREAM_PREFIX + group_id
+    end = elog.stream_version(sid)
+    if end <= 0:
+        return False
+    deleted: bool | None = None
+    while deleted is None and end > 0:
+        start = max(1, end - tail + 1)
+        deleted = deleted_by_tail([r.event_type for r in elog.read_stream(sid, start, end)])
+        end = start - 1
+    return not deleted
+
+
 def census_from_log(elog: Any, tail: int = 16) -> set[str]:
     """The census from an event log (:class:`store.event_log.EventLog`): the share-group streams
     whose group was not deleted (DeleteGroups appends ``ShareGroupDeleted``; a group deleted and
-    never used again does not count against ``group.share.max.groups``). Reads the last ``tail``
-    events of each stream (more while they are only audit events)."""
-    out = set()
-    for sid in elog.stream_ids(STREAM_PREFIX):
-        if not sid.startswith(STREAM_PREFIX):
-            continue
-        end = elog.stream_version(sid)
-        deleted: bool | None = None
-        while deleted is None and end > 0:
-            start = max(1, end - tail + 1)
-            deleted = deleted_by_tail([r.event_type for r in elog.read_stream(sid, start, end)])
-            end = start - 1
-        if not deleted:
-            out.add(sid[len(STREAM_PREFIX):])
-    return out
+    never used again does not count against ``group.share.max.groups``), by
+    :func:`share_group_in_log`."""
+    ids = census_from_stream_ids(list(elog.stream_ids(STREAM_PREFIX)))
+    return {g for g in ids if share_group_in_log(elog, g, tail)}

@@ -279,6 +279,25 @@ def test_session_timeout_expiration():
     assert g.members == {} and g.state() == "Empty" and g.next_deadline() is None
 
 
+def test_session_expiry_after_recovery_keeps_the_remaining_members_metadata():
+    """After a recovery no topic image is known until a heartbeat brings one: a session expiry
+    fired by the timer alone fences only the expired member and keeps the subscription metadata
+    of the members left (no spurious "every topic is gone" record, no second epoch bump)."""
+    live = new_group()
+    events = list(join(live, member_id="a", now=0).events) + list(join(live, member_id="b", now=40_000).events)
+    g = replayed(live, events)  # recovery: image unknown
+    g.touch_all(0)  # a's session expires at 45000, b's at 45000 too after touch_all(0): move b's
+    g.session_deadlines["b"] = 90_000
+    out = g.tick(45_001)
+    md = [e for e in out.events if isinstance(e, Metadata)]
+    assert [e.member_id for e in out.events if isinstance(e, Subscription) and e.tombstone] == ["a"]
+    assert not md or {t.topic_name for t in md[-1].topics} == {"foo", "bar"}
+    assert g.subscription_metadata == {"bar": (BAR, 3), "foo": (FOO, 6)}
+    epoch = g.group_epoch
+    hb(g, "b", g.members["b"].member_epoch, now=45_002, owned=g.members["b"].assigned)  # same image: no bump
+    assert g.group_epoch == epoch
+
+
 def test_rebalance_timeout_expiration():
     """#17 testRebalanceTimeoutExpiration."""
     g = new_group(assignor=lambda name, spec: {m.member_id: ({"m1": tp(foo=[0, 1]), "m2": tp(foo=[2])}[m.member_id]) for m in spec.members})
