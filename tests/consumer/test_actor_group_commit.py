@@ -276,3 +276,47 @@ def test_a_simple_group_is_created_by_its_first_commit_before_the_next_is_decide
     assert len(counts) == 3 and counts[1:] == (1, 1)  # the delete; the creating commit; the next one
     assert [offs for _m, _g, offs in committed(url)][-2:] == [((1, 2),), ((2, 3),)]
     assert asys.ask(a, m.DescribeGroupCmd(G), TIMEOUT).state == "Empty"
+
+
+def test_a_batch_refused_on_a_version_conflict_is_not_coordinator_and_the_group_recovers(asys: ActorSystem, tmp_path) -> None:
+    url = f"sqlite:///{tmp_path}/events.db"
+    a, j = start(asys, url)
+    mid = stable_member(asys, a)
+    asys.tell(j, Hold())
+    asys.tell(a, commit(mid, 1, 0, 10))
+    asys.tell(a, commit(mid, 1, 1, 11))
+    asys.tell(a, commit(mid, 1, 2, 12))
+    asys.tell(j, Release(fail_next=1, error="CONCURRENCY"))
+    got = replies(asys, 3)
+    assert got[0] == OffsetCommitResult((("t", 0, None),))
+    assert [(type(r), r.error) for r in got[1:]] == [(Failure, "NOT_COORDINATOR")] * 2
+    # recovered from the stream: the member and the durable offset are there, the refused ones not
+    assert [(o.partition, o.offset) for o in asys.ask(a, m.OffsetFetchCmd(G, None), TIMEOUT).offsets] == [(0, 10)]
+    assert asys.ask(a, commit(mid, 1, 1, 11), TIMEOUT) == OffsetCommitResult((("t", 1, None),))
+    assert committed(url) == [(mid, 1, ((0, 10),)), (mid, 1, ((1, 11),))]
+
+
+def test_consumer_protocol_commits_are_batched_and_checked_against_the_member_epoch(asys: ActorSystem, tmp_path) -> None:
+    """KIP-848 group: OffsetCommit checks the member epoch (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID)
+    per request inside the batch; the accepted ones are one append."""
+    from actors.consumer.modern import ConsumerHeartbeatResult
+
+    url = f"sqlite:///{tmp_path}/events.db"
+    a, j = start(asys, url)
+    image = (("t", "00000000-0000-0000-0000-0000000000aa", 4),)
+    hb = m.ConsumerGroupHeartbeatCmd(G, "a", 0, None, None, 30000, ("t",), None, (), "client", "127.0.0.1", image, 1)
+    r = asys.ask(a, hb, TIMEOUT)
+    assert isinstance(r, ConsumerHeartbeatResult) and r.error is None and r.member_epoch == 1
+    asys.tell(j, Hold())
+    asys.tell(a, m.OffsetCommitCmd(G, "a", None, 1, (CommitPartition("t", 0, 10),), 9))
+    asys.tell(a, m.OffsetCommitCmd(G, "a", None, 1, (CommitPartition("t", 1, 11),), 9))
+    asys.tell(a, m.OffsetCommitCmd(G, "a", None, 0, (CommitPartition("t", 2, 12),), 9))
+    asys.tell(a, m.OffsetCommitCmd(G, "b", None, 1, (CommitPartition("t", 3, 13),), 9))
+    asys.tell(a, m.OffsetCommitCmd(G, "a", None, 1, (CommitPartition("t", 3, 13),), 9))
+    asys.tell(j, Release())
+    got = replies(asys, 5)
+    assert [r.partitions[0][2] for r in got] == [None, None, "STALE_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID", None]
+    assert asys.ask(j, AppendCounts(), TIMEOUT) == AppendCounts((1, 2))
+    assert [offs for _m, _g, offs in committed(url)] == [((0, 10),), ((1, 11),), ((3, 13),)]
+    f = asys.ask(a, m.OffsetFetchCmd(G, None), TIMEOUT)
+    assert [(o.partition, o.offset) for o in f.offsets] == [(0, 10), (1, 11), (3, 13)]
