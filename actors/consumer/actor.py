@@ -30,6 +30,16 @@ Consumer-protocol groups (ConsumerGroupHeartbeat): the decider applies its recor
 decides, so when an append is refused the actor recovers the group from the stream (as it does
 for a conversion between the types). A heartbeat at epoch 0 converts an empty classic group; a
 JoinGroup converts an empty consumer group back (reference §6).
+
+Group commit. While an append is in flight (through the JournalActor) the base class stashes
+what arrives; when it is durable, a run of consecutive stashed OffsetCommit / Heartbeat requests
+is decided together, in arrival order, on the state that append left, and their events (one
+``OffsetsCommitted`` per commit) go out as ONE append; each requester is answered once it is
+durable, or every one of them gets ``Failure`` when it is refused (:meth:`ConsumerGroupActor.receive_batch`,
+the :meth:`~actors.base.EventSourcedActor.batchable` hook). Any other request ends the run and is
+handled alone after it, so arrival order is kept. Kafka's coordinator does likewise:
+``CoordinatorRuntime`` accumulates the records of several writes into one batch
+(``group.coordinator.append.linger.ms``) and completes each write once the batch is committed.
 The actor does not passivate and takes no snapshots (a classic group's stream is small:
 one event per generation and per OffsetCommit request).
 """
