@@ -14,11 +14,21 @@ from thespian.actors import ActorSystem
 
 from actors.consumer import messages as m
 from actors.consumer.actor import ConsumerGroupActor
-from actors.consumer.classic import CommitPartition, HeartbeatResult, JoinGroupResult, OffsetCommitResult, SyncGroupResult
+from actors.consumer.classic import (
+    CommitPartition,
+    HeartbeatResult,
+    JoinGroupResult,
+    OffsetCommitResult,
+    SyncGroupResult,
+)
 from actors.journal import JournalActor
 from actors.messages import AppendEvents, AppendFailed, Configure, Configured, Failure
 from events.codec import decode_recorded
-from events.consumer_group import ClassicGroupMetadataRecorded, OffsetsCommitted, stream_id_for
+from events.consumer_group import (
+    ClassicGroupMetadataRecorded,
+    OffsetsCommitted,
+    stream_id_for,
+)
 from store.event_log import open_event_log
 
 G = "gc"
