@@ -10,7 +10,9 @@ explicit handling of Thespian's system messages (``ActorExitRequest``, ``ChildAc
 (``journal=None``: simple base, tests, a single writer) or through the :class:`JournalActor`, which
 group-commits the appends of many actors in one transaction. While a journal append is in flight
 the actor stashes every other message and replays them afterwards, as Akka's ``PersistentActor``
-does, so commands are decided against durable state only.
+does, so commands are decided against durable state only. A subclass may let a run of consecutive
+stashed commands be decided together and persisted as one append (group commit:
+:meth:`EventSourcedActor.batchable` / :meth:`EventSourcedActor.receive_batch`).
 """
 
 from __future__ import annotations
@@ -247,6 +249,51 @@ class EventSourcedActor(ShoalActor):
         corr = self._await(then)
         self.send(self._journal, AppendEvents(corr, list(requests)))
 
+    #: the longest run of stashed messages handed to :meth:`receive_batch` at once
+    MAX_BATCH = 500
+
+    def batchable(self, msg: Any) -> bool:
+        """Whether ``msg``, stashed while an append or read was in flight, may be handled together
+        with the batchable messages stashed right after it, by one :meth:`receive_batch` call.
+
+        The group-commit hook: a subclass returns ``True`` for commands whose decisions it can
+        make one after another on the current state and persist in ONE append (e.g. the consumer
+        group's OffsetCommit). Only runs of consecutive stashed messages are batched, so arrival
+        order is kept: a non-batchable message ends the run and is replayed alone after it.
+        Default: ``False`` (every stashed message is replayed alone, each waiting for the append
+        of the one before it)."""
+        return False
+
+    def receive_batch(self, batch: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """Handle ``batch``, a run of 2 to :attr:`MAX_BATCH` consecutive stashed ``(message,
+        sender)`` pairs (in arrival order) for which :meth:`batchable` is true, as one step:
+        decide each, persist all their events with one :meth:`persist`, reply to each sender once
+        durable. Called after the append in flight completed, on the state it left.
+
+        Returns the tail of ``batch`` it did not handle (``[]`` normally): a subclass stops early
+        when a decision's effect on later decisions is only applied once durable; the tail goes
+        back to the front of the stash and is replayed (batched again) after this append.
+        Subclasses that make :meth:`batchable` true must override it; the default raises
+        ``NotImplementedError``."""
+        raise NotImplementedError(f"{type(self).__name__}.batchable() is true but receive_batch() is not defined")
+
+    def _replay_stash(self) -> None:
+        """Replay stashed messages in arrival order until one starts a new append or read: a run
+        of two or more consecutive :meth:`batchable` messages goes to :meth:`receive_batch`."""
+        while not self._pending and self._stash:
+            run = 0
+            while run < min(len(self._stash), self.MAX_BATCH) and self.batchable(self._stash[run][0]):
+                run += 1
+            if run >= 2:
+                batch = self._stash[:run]
+                del self._stash[:run]
+                rest = self.receive_batch(batch)
+                if rest:
+                    self._stash[:0] = rest
+                continue
+            stashed, stashed_sender = self._stash.pop(0)
+            super().receiveMessage(stashed, stashed_sender)
+
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
         pending = getattr(self, "_pending", None)
         if isinstance(msg, (EventsAppended, AppendFailed, StreamPage)) and pending is not None:
@@ -256,9 +303,7 @@ class EventSourcedActor(ShoalActor):
                     then(PersistError(msg.error, msg.message))
                 else:
                     then(msg.results if isinstance(msg, EventsAppended) else msg)
-            while not self._pending and self._stash:
-                stashed, stashed_sender = self._stash.pop(0)
-                super().receiveMessage(stashed, stashed_sender)
+            self._replay_stash()
             return
         if pending and not isinstance(msg, (ActorExitRequest, ChildActorExited, PoisonMessage, DeadEnvelope)):
             self._stash.append((msg, sender))

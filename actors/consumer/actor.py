@@ -30,6 +30,16 @@ Consumer-protocol groups (ConsumerGroupHeartbeat): the decider applies its recor
 decides, so when an append is refused the actor recovers the group from the stream (as it does
 for a conversion between the types). A heartbeat at epoch 0 converts an empty classic group; a
 JoinGroup converts an empty consumer group back (reference §6).
+
+Group commit. While an append is in flight (through the JournalActor) the base class stashes
+what arrives; when it is durable, a run of consecutive stashed OffsetCommit / Heartbeat requests
+is decided together, in arrival order, on the state that append left, and their events (one
+``OffsetsCommitted`` per commit) go out as ONE append; each requester is answered once it is
+durable, or every one of them gets ``Failure`` when it is refused (:meth:`ConsumerGroupActor.receive_batch`,
+the :meth:`~actors.base.EventSourcedActor.batchable` hook). Any other request ends the run and is
+handled alone after it, so arrival order is kept. Kafka's coordinator does likewise:
+``CoordinatorRuntime`` accumulates the records of several writes into one batch
+(``group.coordinator.append.linger.ms``) and completes each write once the batch is committed.
 The actor does not passivate and takes no snapshots (a classic group's stream is small:
 one event per generation and per OffsetCommit request).
 """
@@ -155,37 +165,42 @@ class ConsumerGroupActor(EventSourcedActor):
         if isinstance(payload, tuple) and len(payload) == 2 and payload[1] == self._timer_due:
             self._timer_due = None
         now = _now_ms()
-        self._finish(self._group.tick(now), None, now)
+        self._finish([(self._group.tick(now), None)], now)
 
     # ------------------------------------------------------------------ the common step
 
-    def _finish(self, out: Outcome, sender: Any, now: int) -> None:
-        """Register the parked request, append ``out.events``, then evolve and send the reply and
-        the parked replies (or ``Failure`` to all of them when the append is refused)."""
-        if out.parked is not None and sender is not None:
-            self._waiting[out.parked] = sender
+    def _finish(self, decided: list[tuple[Outcome, Any]], now: int) -> None:
+        """Register the parked requests, append the events of every outcome in ``decided``
+        (``(outcome, requester)`` pairs in decision order; requester ``None`` for a timer) as ONE
+        append at the exact expected version, then evolve and send each reply and parked reply —
+        or, when the append is refused, ``Failure`` to every one of them."""
+        for out, sender in decided:
+            if out.parked is not None and sender is not None:
+                self._waiting[out.parked] = sender
 
         def deliver(error: tuple[str, str] | None) -> None:
-            for key, result in out.replies:
-                to = self._waiting.pop(key, None)
-                if to is not None:
-                    self.send(to, result if error is None else Failure(*error))
-            if sender is not None and out.reply is not None:
-                self.send(sender, out.reply if error is None else Failure(*error))
+            for out, sender in decided:
+                for key, result in out.replies:
+                    to = self._waiting.pop(key, None)
+                    if to is not None:
+                        self.send(to, result if error is None else Failure(*error))
+                if sender is not None and out.reply is not None:
+                    self.send(sender, out.reply if error is None else Failure(*error))
             self._schedule(now)
 
-        if not out.events:
+        events = [e for out, _ in decided for e in out.events]
+        if not events:
             deliver(None)
             return
-        req = AppendRequest(self._stream, [new_event(e) for e in out.events], self._version)
+        req = AppendRequest(self._stream, [new_event(e) for e in events], self._version)
 
         # the consumer-protocol decider (and a conversion) changed the group as it decided: a
         # refused append must reload it from the stream
-        reload = isinstance(self._group, ModernGroup) or any(isinstance(e, CONSUMER_GROUP_RECORDS) for e in out.events)
+        reload = isinstance(self._group, ModernGroup) or any(isinstance(e, CONSUMER_GROUP_RECORDS) for e in events)
 
         def done(results: list[AppendResult] | PersistError) -> None:
             if isinstance(results, PersistError):
-                if isinstance(self._group, ClassicGroup) and any(isinstance(e, ConsumerGroupDeleted) for e in out.events):
+                if isinstance(self._group, ClassicGroup) and any(isinstance(e, ConsumerGroupDeleted) for e in events):
                     self._group.undo_delete(now)
                 if results.error == "CONCURRENCY" or reload:
                     self._ready = False
@@ -196,7 +211,7 @@ class ConsumerGroupActor(EventSourcedActor):
                     deliver(("COORDINATOR_NOT_AVAILABLE", str(results)))
                 return
             assert self._group is not None
-            for e in out.events:
+            for e in events:
                 if isinstance(e, (OffsetsCommitted, OffsetsDeleted, ConsumerGroupDeleted)):
                     self._group.apply(e)
             self._version = results[0].last_version
@@ -204,14 +219,14 @@ class ConsumerGroupActor(EventSourcedActor):
 
         self.persist([req], done)
 
-    def _run(self, msg: Any, sender: Any, decide: Any) -> None:
-        if not self._ready or self._group is None:
-            self.send(sender, NotReady(self._group_id))
-            return
-        now = _now_ms()
+    def _decide(self, msg: Any, sender: Any, decide: Any, now: int) -> Outcome | None:
+        """Fire the due timers, then ``decide(group, now)``; ``None`` (and ``Failure``
+        UNKNOWN_SERVER_ERROR to ``sender``) when the decider raised — a consumer-protocol group,
+        maybe half-changed, is then recovered from its stream."""
+        assert self._group is not None
         try:
             out = self._group.tick(now)
-            out.merge(decide(self._group, now))
+            return out.merge(decide(self._group, now))
         except Exception as exc:  # a bug must not kill the group
             log.exception("consumer group %s: %s failed", self._group_id, type(msg).__name__)
             self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
@@ -219,8 +234,77 @@ class ConsumerGroupActor(EventSourcedActor):
                 self._ready = False
                 self._recovery_gen += 1
                 self._recover(self._recovery_gen, None)
+            return None
+
+    def _run(self, msg: Any, sender: Any, decide: Any) -> None:
+        if not self._ready or self._group is None:
+            self.send(sender, NotReady(self._group_id))
             return
-        self._finish(out, sender, now)
+        now = _now_ms()
+        out = self._decide(msg, sender, decide, now)
+        if out is not None:
+            self._finish([(out, sender)], now)
+
+    # ------------------------------------------------------------------ group commit
+
+    def batchable(self, msg: Any) -> bool:
+        """OffsetCommit and (classic) Heartbeat are decided together when several were stashed
+        one after another while an append was in flight (:meth:`receive_batch`)."""
+        return isinstance(msg, (m.OffsetCommitCmd, m.HeartbeatCmd))
+
+    def receive_batch(self, batch: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """Group commit of a run of consecutive OffsetCommit / Heartbeat requests (stashed while
+        the previous append was in flight; the base class hands them over once it is durable and
+        applied): each is decided in arrival order on the live group — an OffsetCommit reads
+        only membership (member id, generation or member epoch), which neither changes, and
+        timers due in between fire first as for a single request — and all their events
+        (``OffsetsCommitted`` per commit, plus any timer events) are appended as ONE request at
+        the exact expected version. Each requester gets its own result once that append is
+        durable, or ``Failure`` (COORDINATOR_NOT_AVAILABLE; NOT_COORDINATOR on a version
+        conflict, after which the group recovers) when it is refused, like a single request.
+        The one state an OffsetCommit reads that is applied only once durable is whether the group
+        exists (a first commit with generation -1 creates a simple group when its offsets are
+        applied): a batch ends after a commit that appends to a group that does not exist yet,
+        and the rest is returned to the stash, to be decided on the created group.
+        Not ready: ``NotReady`` to each. If a decider raises on a consumer-protocol group (which
+        is then reloaded), that requester gets UNKNOWN_SERVER_ERROR and the rest of the batch
+        COORDINATOR_NOT_AVAILABLE, nothing being appended."""
+        if not self._ready or self._group is None:
+            for _msg, sender in batch:
+                self.send(sender, NotReady(self._group_id))
+            return []
+        now = _now_ms()
+        decided: list[tuple[Outcome, Any]] = []
+        for i, (msg, sender) in enumerate(batch):
+            out = self._decide(msg, sender, self._decider(msg), now)
+            if out is None and not self._ready:  # the group is being reloaded: drop the batch
+                for _msg, other in batch[:i] + batch[i + 1:]:
+                    self.send(other, Failure("COORDINATOR_NOT_AVAILABLE", f"consumer group {self._group_id} is reloading"))
+                return []
+            if out is not None:
+                decided.append((out, sender))
+                if out.events and not self._group.exists:
+                    self._finish(decided, now)
+                    return batch[i + 1:]
+        self._finish(decided, now)
+        return []
+
+    def _decider(self, msg: Any) -> Any:
+        """The ``decide(group, now) -> Outcome`` of a batchable request."""
+        if isinstance(msg, m.OffsetCommitCmd):
+            return self._commit_decider(msg)
+        return self._heartbeat_decider(msg)
+
+    @staticmethod
+    def _commit_decider(msg: m.OffsetCommitCmd) -> Any:
+        return lambda g, now: g.commit(
+            now, member_id=msg.member_id, group_instance_id=msg.group_instance_id, generation=msg.generation,
+            partitions=list(msg.partitions), api_version=msg.api_version, retention_ms=msg.retention_ms)
+
+    @staticmethod
+    def _heartbeat_decider(msg: m.HeartbeatCmd) -> Any:
+        return lambda g, now: Outcome(reply=HeartbeatResult("UNKNOWN_MEMBER_ID")) if isinstance(g, ModernGroup) else g.heartbeat(
+            now, member_id=msg.member_id, group_instance_id=msg.group_instance_id, generation=msg.generation)
 
     # ------------------------------------------------------------------ requests
 
@@ -253,8 +337,7 @@ class ConsumerGroupActor(EventSourcedActor):
 
     def receiveMsg_HeartbeatCmd(self, msg: m.HeartbeatCmd, sender: Any) -> None:
         """Heartbeat → ``HeartbeatResult``."""
-        self._run(msg, sender, lambda g, now: Outcome(reply=HeartbeatResult("UNKNOWN_MEMBER_ID")) if isinstance(g, ModernGroup) else g.heartbeat(
-            now, member_id=msg.member_id, group_instance_id=msg.group_instance_id, generation=msg.generation))
+        self._run(msg, sender, self._heartbeat_decider(msg))
 
     def receiveMsg_LeaveGroupCmd(self, msg: m.LeaveGroupCmd, sender: Any) -> None:
         """LeaveGroup → ``LeaveGroupResult``."""
@@ -262,10 +345,9 @@ class ConsumerGroupActor(EventSourcedActor):
             (x.member_id, x.group_instance_id, "UNKNOWN_MEMBER_ID") for x in msg.members))) if isinstance(g, ModernGroup) else g.leave(now, list(msg.members)))
 
     def receiveMsg_OffsetCommitCmd(self, msg: m.OffsetCommitCmd, sender: Any) -> None:
-        """OffsetCommit → ``OffsetCommitResult`` once the offsets are durable."""
-        self._run(msg, sender, lambda g, now: g.commit(
-            now, member_id=msg.member_id, group_instance_id=msg.group_instance_id, generation=msg.generation,
-            partitions=list(msg.partitions), api_version=msg.api_version, retention_ms=msg.retention_ms))
+        """OffsetCommit → ``OffsetCommitResult`` once the offsets are durable (several stashed
+        behind an append in flight are group-committed: :meth:`receive_batch`)."""
+        self._run(msg, sender, self._commit_decider(msg))
 
     def receiveMsg_OffsetFetchCmd(self, msg: m.OffsetFetchCmd, sender: Any) -> None:
         """OffsetFetch → ``OffsetFetchReply`` (reads the applied, i.e. durable, offsets); a
