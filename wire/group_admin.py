@@ -11,8 +11,9 @@ Classic groups (``shared/reference/kafka-consumer-groups.md`` §7.3, §8) go to 
   states: protocol data "" and the assignment only. v3+ ``include_authorized_operations``: the
   group's authorized-operations bitfield for groups answered without error (``KafkaApis``).
 * DeleteGroups: per distinct group id (share or classic): GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, or
-  deleted (offsets / share-partition state tombstoned, then the group); an empty id is
-  INVALID_GROUP_ID (``GroupCoordinatorService.deleteGroups``).
+  deleted (offsets / share-partition state tombstoned, then the group). Only a null id is
+  INVALID_GROUP_ID (``GroupCoordinatorService.deleteGroups``), which the schema cannot carry: an
+  empty id is looked up like any other (OffsetCommit may have created group "").
 * OffsetDelete: group errors at the top (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, INVALID_GROUP_ID,
   with the partitions ``KafkaApis`` answered itself, UNKNOWN_TOPIC_OR_PARTITION and
   TOPIC_AUTHORIZATION_FAILED, merged in; GROUP_AUTHORIZATION_FAILED alone), else per partition
@@ -78,7 +79,7 @@ def delete_groups(req: DecodedRequest, backend: Any) -> Any:
     cls = response_class(42, req.api_version)
     results = []
     for gid in dict.fromkeys(str(g) for g in req.body.groups_names):
-        err = "INVALID_GROUP_ID" if not gid else backend.delete_group(gid)
+        err = backend.delete_group(gid)  # an empty id is a group id like any other here (Kafka rejects only null)
         results.append(nested(cls, "DeletableGroupResult", group_id=gid, error_code=error_code(err)))
     return build(cls, throttle_time=NO_THROTTLE, results=tuple(results))
 

@@ -53,7 +53,7 @@ from typing import Any
 
 from actors.base import EventSourcedActor, PersistError
 from actors.consumer import messages as m
-from actors.consumer.classic import ClassicConfig, ClassicGroup, HeartbeatResult, JoinGroupResult, LeaveGroupResult, Outcome, SyncGroupResult
+from actors.consumer.classic import ClassicConfig, ClassicGroup, HeartbeatResult, JoinGroupResult, Outcome, SyncGroupResult
 from actors.consumer.group import classic_from, evolve, is_empty_classic, modern_from
 from actors.consumer.modern import ConsumerGroupDescription, ConsumerHeartbeatResult, ModernConfig, ModernGroup
 from actors.messages import Configure, Configured, Failure, NotReady
@@ -203,10 +203,9 @@ class ConsumerGroupActor(EventSourcedActor):
                 if isinstance(self._group, ClassicGroup) and any(isinstance(e, ConsumerGroupDeleted) for e in events):
                     self._group.undo_delete(now)
                 if results.error == "CONCURRENCY" or reload:
-                    self._ready = False
-                    self._recovery_gen += 1
-                    self._recover(self._recovery_gen, None)
-                    deliver(("NOT_COORDINATOR" if results.error == "CONCURRENCY" else "COORDINATOR_NOT_AVAILABLE", str(results)))
+                    error = ("NOT_COORDINATOR" if results.error == "CONCURRENCY" else "COORDINATOR_NOT_AVAILABLE", str(results))
+                    deliver(error)
+                    self._reload(error)
                 else:
                     deliver(("COORDINATOR_NOT_AVAILABLE", str(results)))
                 return
@@ -231,10 +230,20 @@ class ConsumerGroupActor(EventSourcedActor):
             log.exception("consumer group %s: %s failed", self._group_id, type(msg).__name__)
             self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
             if isinstance(self._group, ModernGroup):  # it may be half-changed: reload it
-                self._ready = False
-                self._recovery_gen += 1
-                self._recover(self._recovery_gen, None)
+                self._reload(("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
             return None
+
+    def _reload(self, error: tuple[str, str]) -> None:
+        """Drop the group's in-memory state and recover it from the stream. Every parked
+        JoinGroup/SyncGroup belongs to the soft state being dropped: each gets ``Failure(error)``
+        now (its member rejoins), rather than waiting for a reply that the reloaded group cannot
+        send."""
+        for to in self._waiting.values():
+            self.send(to, Failure(*error))
+        self._waiting.clear()
+        self._ready = False
+        self._recovery_gen += 1
+        self._recover(self._recovery_gen, None)
 
     def _run(self, msg: Any, sender: Any, decide: Any) -> None:
         if not self._ready or self._group is None:
@@ -316,6 +325,9 @@ class ConsumerGroupActor(EventSourcedActor):
         def decide(g: Any, now: int) -> Outcome:
             pre = Outcome()
             if isinstance(g, ModernGroup):
+                if not self._config.session_timeout_valid(msg.session_timeout_ms):
+                    # checked before the group is looked up: a refused join converts nothing
+                    return Outcome(reply=JoinGroupResult("INVALID_SESSION_TIMEOUT", member_id=msg.member_id))
                 if not g.is_empty():
                     return Outcome(reply=JoinGroupResult("INCONSISTENT_GROUP_PROTOCOL", member_id=msg.member_id))
                 pre.events.extend(g.delete_records())
@@ -340,9 +352,10 @@ class ConsumerGroupActor(EventSourcedActor):
         self._run(msg, sender, self._heartbeat_decider(msg))
 
     def receiveMsg_LeaveGroupCmd(self, msg: m.LeaveGroupCmd, sender: Any) -> None:
-        """LeaveGroup → ``LeaveGroupResult``."""
-        self._run(msg, sender, lambda g, now: Outcome(reply=LeaveGroupResult(None, tuple(
-            (x.member_id, x.group_instance_id, "UNKNOWN_MEMBER_ID") for x in msg.members))) if isinstance(g, ModernGroup) else g.leave(now, list(msg.members)))
+        """LeaveGroup → ``LeaveGroupResult`` (on a consumer-protocol group: the members are fenced,
+        :meth:`actors.consumer.modern.ModernGroup.leave_members`)."""
+        self._run(msg, sender, lambda g, now: g.leave_members(list(msg.members)) if isinstance(g, ModernGroup)
+                  else g.leave(now, list(msg.members)))
 
     def receiveMsg_OffsetCommitCmd(self, msg: m.OffsetCommitCmd, sender: Any) -> None:
         """OffsetCommit → ``OffsetCommitResult`` once the offsets are durable (several stashed

@@ -89,6 +89,12 @@ class ClassicConfig:
     max_size: int = _default("group.max.size")
     offset_metadata_max_bytes: int = _default("offset.metadata.max.bytes")
 
+    def session_timeout_valid(self, session_timeout_ms: int) -> bool:
+        """Whether a JoinGroup's session timeout (ms) lies within ``group.min.session.timeout.ms``
+        and ``group.max.session.timeout.ms`` (``GroupCoordinatorService.joinGroup``, checked
+        before the group is looked up: INVALID_SESSION_TIMEOUT otherwise)."""
+        return self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms
+
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> "ClassicConfig":
         """Read the keys above from a broker config mapping (strings); missing keys keep the
@@ -520,7 +526,7 @@ class ClassicGroup:
         out = Outcome()
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms
-        if not self.config.min_session_timeout_ms <= session_timeout_ms <= self.config.max_session_timeout_ms:
+        if not self.config.session_timeout_valid(session_timeout_ms):
             out.reply = JoinGroupResult("INVALID_SESSION_TIMEOUT", member_id=member_id)
             return out
         if member_id and not self.exists:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from actors.consumer.assignors import ASSIGNORS, AssignorError, GroupSpec, MemberSpec, assign
-from actors.consumer.classic import DeleteGroupResult, DescribedGroup, OffsetCommitResult, OffsetDeleteResult, Outcome
+from actors.consumer.classic import DeleteGroupResult, DescribedGroup, LeaveGroupResult, LeaveMember, OffsetCommitResult, OffsetDeleteResult, Outcome
 from actors.consumer.offsets import decide_offset_delete, fetch_committed, validate_commit_partitions
 from config import BROKER_DEFAULTS
 from events.base import DomainEvent
@@ -626,6 +626,42 @@ class ModernGroup:
             else:
                 self._fence(out, member_id)
         out.reply = ConsumerHeartbeatResult(None, None, member_id, member_epoch, 0)
+        return out
+
+    def leave_members(self, members: list[LeaveMember]) -> Outcome:
+        """LeaveGroup (13) on a consumer-protocol group (``classicGroupLeaveToConsumerGroup``, the
+        admin path ``kafka-consumer-groups --delete --members`` uses): each entry names a dynamic
+        member by id (UNKNOWN_MEMBER_ID if absent) or a static member by instance id
+        (UNKNOWN_MEMBER_ID if the instance is unknown; FENCED_INSTANCE_ID if a non-empty member id
+        is not the instance's). The valid members are fenced together
+        (``consumerGroupFenceMembers``): three tombstones each, the subscription metadata if it
+        changed, and ONE group-epoch bump; none valid → no records. Reply ``LeaveGroupResult``
+        with per-member errors in request order."""
+        results: list[tuple[str, str | None, str | None]] = []
+        leaving: list[str] = []
+        for x in members:
+            if x.group_instance_id is None:
+                mid = x.member_id if x.member_id in self.members else None
+                err = None if mid is not None else "UNKNOWN_MEMBER_ID"
+            else:
+                mid = self.static.get(x.group_instance_id)
+                if mid is None:
+                    err = "UNKNOWN_MEMBER_ID"
+                elif x.member_id and x.member_id != mid:
+                    err, mid = "FENCED_INSTANCE_ID", None
+                else:
+                    err = None
+            results.append((x.member_id, x.group_instance_id, err))
+            if mid is not None and mid not in leaving:
+                leaving.append(mid)
+        out = Outcome(reply=LeaveGroupResult(None, tuple(results)))
+        if leaving:
+            for mid in leaving:
+                self._remove_member_records(out, mid)
+            md = self._compute_metadata(self.members)
+            if md != self.subscription_metadata:
+                self._emit(out, self._metadata_record(md))
+            self._emit(out, ConsumerGroupEpochRecorded(self.group_id, self.group_epoch + 1))
         return out
 
     def _check_epoch(self, m: ModernMember, received: int, owned: Partitions | None) -> None:
