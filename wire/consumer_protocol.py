@@ -17,18 +17,10 @@ from typing import Any
 from kio.static.primitive import i8, i32
 
 from actors.consumer.messages import ConsumerGroupHeartbeatCmd
-from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.entities import NO_THROTTLE, build, duration_ms, error_code, nested, response_class
 from wire.protocol import DecodedRequest
 
 __all__ = ["consumer_group_describe", "consumer_group_heartbeat"]
-
-
-def _ms(v: Any, default: int = -1) -> int:
-    if v is None:
-        return default
-    if isinstance(v, datetime.timedelta):
-        return int(v.total_seconds() * 1000)
-    return int(v)
 
 
 def consumer_group_heartbeat(req: DecodedRequest, backend: Any, client_host: str = "") -> Any:
@@ -42,7 +34,7 @@ def consumer_group_heartbeat(req: DecodedRequest, backend: Any, client_host: str
     subscribed = None if b.subscribed_topic_names is None else tuple(str(n) for n in b.subscribed_topic_names)
     cmd = ConsumerGroupHeartbeatCmd(
         str(b.group_id or ""), str(b.member_id or ""), int(b.member_epoch), b.instance_id, b.rack_id,
-        _ms(b.rebalance_timeout), subscribed, b.server_assignor, owned, req.client_id or "", client_host, (),
+        duration_ms(b.rebalance_timeout), subscribed, b.server_assignor, owned, req.client_id or "", client_host, (),
         req.api_version, getattr(b, "subscribed_topic_regex", None),
     )
     r = backend.consumer_group_heartbeat(cmd)

@@ -18,7 +18,7 @@ from typing import Any
 from kio.index import load_response_schema
 from kio.schema.errors import ErrorCode
 
-__all__ = ["NO_THROTTLE", "build", "error_code", "response_class", "nested_class"]
+__all__ = ["NO_THROTTLE", "build", "duration_ms", "error_code", "response_class", "nested_class"]
 
 NO_THROTTLE = datetime.timedelta(0)
 
@@ -60,3 +60,13 @@ def error_code(name: str | None) -> ErrorCode:
         return ErrorCode[name.lower()]
     except KeyError:
         return ErrorCode.unknown_server_error
+
+
+def duration_ms(v: Any, default: int = -1) -> int:
+    """A request's duration field in ms: kio decodes Kafka's ``*Ms``/``*Timeout`` int32 fields as
+    ``timedelta`` (an int passes through); ``default`` when the field is absent (``None``)."""
+    if v is None:
+        return default
+    if isinstance(v, datetime.timedelta):
+        return int(v.total_seconds() * 1000)
+    return int(v)

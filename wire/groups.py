@@ -11,26 +11,16 @@ multi-group form (one answer per group).
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from kio.static.primitive import i32, i64
 
 from actors.consumer.classic import CommitPartition, LeaveMember
 from actors.consumer.messages import HeartbeatCmd, JoinGroupCmd, LeaveGroupCmd, OffsetCommitCmd, SyncGroupCmd
-from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.entities import NO_THROTTLE, build, duration_ms, error_code, nested, response_class
 from wire.protocol import DecodedRequest
 
 __all__ = ["heartbeat", "join_group", "leave_group", "offset_commit", "offset_fetch", "sync_group"]
-
-
-def _ms(v: Any, default: int = -1) -> int:
-    """A kio timedelta (or int) field in ms; ``default`` when absent."""
-    if v is None:
-        return default
-    if isinstance(v, datetime.timedelta):
-        return int(v.total_seconds() * 1000)
-    return int(v)
 
 
 def join_group(req: DecodedRequest, backend: Any, client_host: str = "") -> Any:
@@ -43,11 +33,11 @@ def join_group(req: DecodedRequest, backend: Any, client_host: str = "") -> Any:
         return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("INVALID_GROUP_ID"), generation_id=i32(-1),
                      protocol_type=None, protocol_name=None if req.api_version >= 7 else "", leader="",
                      member_id=str(b.member_id or ""), members=())
-    session = _ms(b.session_timeout)
+    session = duration_ms(b.session_timeout)
     cmd = JoinGroupCmd(
         gid, str(b.member_id or ""), getattr(b, "group_instance_id", None), str(b.protocol_type or ""),
         tuple((str(p.name), bytes(p.metadata)) for p in b.protocols), session,
-        _ms(getattr(b, "rebalance_timeout", None), session), req.client_id or "", client_host, req.api_version,
+        duration_ms(getattr(b, "rebalance_timeout", None), session), req.client_id or "", client_host, req.api_version,
     )
     r = backend.consumer_join(cmd)
     members = tuple(nested(cls, "JoinGroupResponseMember", member_id=x.member_id, group_instance_id=x.group_instance_id,
@@ -128,7 +118,7 @@ def offset_commit(req: DecodedRequest, backend: Any) -> Any:
                         int(getattr(p, "committed_leader_epoch", -1)), p.committed_metadata)
         for t in b.topics for p in t.partitions
     )
-    retention = _ms(getattr(b, "retention_time", None), -1)
+    retention = duration_ms(getattr(b, "retention_time", None), -1)
     cmd = OffsetCommitCmd(str(b.group_id or ""), str(b.member_id or ""), getattr(b, "group_instance_id", None), int(gen),
                           parts, req.api_version, retention)
     r = backend.consumer_commit(cmd) if parts else None

@@ -557,21 +557,31 @@ class ShareClient:
                 for k in [k for k in d if k[0] == group]:
                     del d[k]
 
+    def _ask_existing(self, group: str, msg: Any) -> tuple[str | None, str | None, Any]:
+        """Ask an existing group's actor (never creating it) → ``(error, message, reply)``: a group
+        that does not exist (GROUP_ID_NOT_FOUND) or a refused lookup, COORDINATOR_NOT_AVAILABLE
+        when the actor does not answer in time, the reply's own error (``Failure``, ``NotReady``
+        as COORDINATOR_LOAD_IN_PROGRESS, a reply's ``error``) — or ``(None, None, reply)``."""
+        try:
+            r = self._ask(group, msg, create=False)
+        except GroupRefused as exc:
+            return exc.error, exc.message, None
+        except ActorTimeout as exc:
+            return "COORDINATOR_NOT_AVAILABLE", str(exc), None
+        err = _reply_error(r)
+        if err is not None:
+            return err, getattr(r, "message", None) or None, r
+        return None, None, r
+
     def delete_group(self, group: str) -> tuple[str | None, str | None]:
         """DeleteGroups of a share group → ``(error, message)``: an EMPTY group's share-partition
         state and the group are deleted (``ShareStateDeleted`` per partition, then
         ``ShareGroupDeleted``, in one append: KIP-932 DeleteShareGroupState); then the controller
         drops it from the census and stops its actor, so the id starts afresh. GROUP_ID_NOT_FOUND
         for a group that does not exist, NON_EMPTY_GROUP while it has members."""
-        try:
-            r = self._ask(group, DeleteShareGroupState(group), create=False)
-        except GroupRefused as exc:
-            return exc.error, exc.message
-        except ActorTimeout as exc:
-            return "COORDINATOR_NOT_AVAILABLE", str(exc)
-        err = _reply_error(r)
+        err, message, _r = self._ask_existing(group, DeleteShareGroupState(group))
         if err is not None:
-            return err, getattr(r, "message", None) or None
+            return err, message
         self._forget_positions(group)
         with self._lock:
             for k in [k for k in self._session_parts if k[0] == group]:
@@ -592,14 +602,9 @@ class ShareClient:
             if info is not None:
                 wanted.extend((str(info.topic_id), int(p), int(o)) for p, o in parts if 0 <= p < info.partitions)
         # asked even with no known partition: the group is validated all the same (Kafka's shard)
-        try:
-            r = self._ask(group, AlterShareGroupOffsets(group, tuple(wanted)), create=False)
-        except GroupRefused as exc:
-            return exc.error, exc.message, []
-        except ActorTimeout as exc:
-            return "COORDINATOR_NOT_AVAILABLE", str(exc), []
-        if _reply_error(r):
-            return _reply_error(r), getattr(r, "message", None) or None, []
+        err, message, r = self._ask_existing(group, AlterShareGroupOffsets(group, tuple(wanted)))
+        if err is not None:
+            return err, message, []
         results = {(pr.topic_id, pr.partition): (_err(pr.error), pr.message or None) for pr in r.partitions}
         self._forget_positions(group)
         out = []
@@ -621,14 +626,9 @@ class ShareClient:
         UNKNOWN_TOPIC_OR_PARTITION (Kafka's ``sharePartitionsEligibleForOffsetDeletion``)."""
         infos = {t.name: t for t in self.controller.cached_topics(list(topics))}
         ids = tuple(dict.fromkeys(str(infos[n].topic_id) for n in topics if n in infos))
-        try:
-            r = self._ask(group, DeleteShareGroupOffsets(group, ids), create=False)
-        except GroupRefused as exc:
-            return exc.error, exc.message, []
-        except ActorTimeout as exc:
-            return "COORDINATOR_NOT_AVAILABLE", str(exc), []
-        if _reply_error(r):
-            return _reply_error(r), getattr(r, "message", None) or None, []
+        err, message, r = self._ask_existing(group, DeleteShareGroupOffsets(group, ids))
+        if err is not None:
+            return err, message, []
         by_id = {pr.topic_id: (_err(pr.error), pr.message or None) for pr in r.partitions}
         self._forget_positions(group)
         out = []

@@ -92,6 +92,28 @@ def produce(bootstrap: str, topic: str, values: list[str], partitioner=None, **c
     return acked
 
 
+def group_consumer(bootstrap: str, group: str, **conf: Any) -> Any:
+    """A confluent-kafka ``Consumer`` of ``group`` reading from the earliest offset, without
+    auto-commit (``conf`` adds or overrides, e.g. ``{"group.protocol": "consumer"}``)."""
+    from confluent_kafka import Consumer
+
+    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                     "enable.auto.commit": False, **conf})
+
+
+def poll_records(c: Any, n: int, timeout_s: float = 60) -> list[tuple[int, int, str]]:
+    """Poll confluent-kafka consumer ``c`` until ``n`` records came (or ``timeout_s`` passed):
+    ``(partition, offset, value)`` in the order read."""
+    out: list[tuple[int, int, str]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(out) < n and time.monotonic() < deadline:
+        msg = c.poll(0.5)
+        if msg is None or msg.error():
+            continue
+        out.append((msg.partition(), msg.offset(), msg.value().decode()))
+    return out
+
+
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
     """partition → ``group``'s committed offset on ``topic`` (-1001, librdkafka's INVALID, where
     none): OffsetFetch through a confluent-kafka Consumer that does not join the group."""

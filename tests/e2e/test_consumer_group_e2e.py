@@ -8,26 +8,11 @@ from __future__ import annotations
 import time
 import uuid
 
-from tests.e2e.helpers import create_topic, produce
+from tests.e2e.helpers import create_topic, group_consumer, poll_records, produce
 
 
-def consumer(bootstrap: str, group: str, **conf):
-    from confluent_kafka import Consumer
-
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                     "enable.auto.commit": False, **conf})
-
-
-def read(c, n: int, timeout_s: float = 60) -> list[tuple[int, int, str]]:
-    """Poll until ``n`` records came (or the timeout); (partition, offset, value) in order read."""
-    out: list[tuple[int, int, str]] = []
-    deadline = time.monotonic() + timeout_s
-    while len(out) < n and time.monotonic() < deadline:
-        msg = c.poll(0.5)
-        if msg is None or msg.error():
-            continue
-        out.append((msg.partition(), msg.offset(), msg.value().decode()))
-    return out
+consumer = group_consumer
+read = poll_records
 
 
 def test_subscribe_reads_back_exactly_and_commits_survive_restart(daemon_factory):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from tests.e2e.helpers import create_topic, produce
+from tests.e2e.helpers import create_topic, group_consumer, poll_records, produce
 
 #: a short consumer session so the SIGKILL test does not wait 45 s (inside Kafka's bounds once
 #: the minimums are lowered with it)
@@ -22,21 +22,11 @@ FAST = {
 
 
 def consumer(bootstrap: str, group: str, **conf):
-    from confluent_kafka import Consumer
-
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                     "auto.offset.reset": "earliest", "enable.auto.commit": False, **conf})
+    """A KIP-848 (``group.protocol=consumer``) group consumer (:func:`group_consumer`)."""
+    return group_consumer(bootstrap, group, **{"group.protocol": "consumer", **conf})
 
 
-def read(c, n: int, timeout_s: float = 60) -> list[tuple[int, int, str]]:
-    out: list[tuple[int, int, str]] = []
-    deadline = time.monotonic() + timeout_s
-    while len(out) < n and time.monotonic() < deadline:
-        msg = c.poll(0.5)
-        if msg is None or msg.error():
-            continue
-        out.append((msg.partition(), msg.offset(), msg.value().decode()))
-    return out
+read = poll_records
 
 
 def describe(bootstrap: str, group: str):
