@@ -240,6 +240,8 @@ class ShareGroupActor(EventSourcedActor):
         self._timer_due: int | None = None
         self._last_activity_ms = 0
         self._passivated = False
+        #: DeleteGroups deleted the whole group: requests get NotReady until the actor is stopped
+        self._retired = False
         self._counts = {"events": 0, "appends": 0, "requests": 0, "replayed": 0, "wakeups": 0, "stale_wakeups": 0}
 
     # ------------------------------------------------------------------ lifecycle
@@ -249,6 +251,7 @@ class ShareGroupActor(EventSourcedActor):
         broker config, ``Failure(COORDINATOR_LOAD_IN_PROGRESS)`` when the event log cannot be opened
         or read (the actor then stays not ready: every request gets ``NotReady``; send
         ``Configure`` again to retry)."""
+        self._retired = False
         try:
             self._broker = BrokerShareConfig.from_config(msg.config)
         except InvalidConfig as exc:
@@ -516,8 +519,9 @@ class ShareGroupActor(EventSourcedActor):
         self._chain(self._due_steps(now), then, failed or (lambda err, text: then()))
 
     def _begin(self, msg: Any, sender: Any) -> int | None:
-        """Common request prologue: fail closed when not ready; returns ``now_ms`` or ``None``."""
-        if not self._ready or self._state is None:
+        """Common request prologue: fail closed when not ready (or retired by DeleteGroups);
+        returns ``now_ms`` or ``None``."""
+        if not self._ready or self._state is None or self._retired:
             self.send(sender, NotReady(self._group_id or getattr(msg, "group_id", "")))
             return None
         gid = getattr(msg, "group_id", self._group_id)
@@ -911,9 +915,16 @@ class ShareGroupActor(EventSourcedActor):
             if msg.partitions is None:
                 events.append(ShareGroupDeleted(self._group_id))
             results = tuple(m.PartitionResult(t, p) for t, p in keys)
-            self._commit(events,
-                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", results)),
-                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+
+            def deleted() -> None:
+                if msg.partitions is None:
+                    # the group is gone: until the controller stops this actor (ForgetShareGroup),
+                    # every request gets NotReady, so the wire looks the group up again and a new
+                    # join creates it afresh through the census instead of in this retired actor
+                    self._retired = True
+                self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", results))
+
+            self._commit(events, deleted, lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
 
         self._handle(msg, sender, body)
 

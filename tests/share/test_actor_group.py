@@ -344,6 +344,11 @@ def test_delete_share_group_state(asys, sqlite_url, frozen):
     assert r.error == "NONE"
     assert asys.ask(a, m.DescribeShareGroupOffsets(G, ((T, 0),)), TIMEOUT).partitions[0].start_offset == -1
     assert asys.ask(a, m.DeleteShareGroupState(G), TIMEOUT).error == "NONE"
+    # retired until the controller stops it: a join must not re-create the group in this actor
+    assert isinstance(asys.ask(a, m.ShareGroupHeartbeatCmd(G, "m2", 0, subscribed_topic_names=("foo",), topics={"foo": (T, 1)}), TIMEOUT), NotReady)
+    assert isinstance(asys.ask(a, m.DescribeShareGroup(G), TIMEOUT), NotReady)
+    # the group recovered from its stream (a new actor's view) does not exist
+    assert isinstance(asys.ask(a, Configure(cfg(sqlite_url), G), TIMEOUT), Configured)
     assert asys.ask(a, m.DescribeShareGroup(G), TIMEOUT).error == "GROUP_ID_NOT_FOUND"
 
 
