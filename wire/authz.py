@@ -47,7 +47,7 @@ from actors.controller.scram import AlterResult
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchPartition, ShareFetchResult, TopicInfo, TopicSpec
 from wire.server import ANONYMOUS
 
-__all__ = ["ANONYMOUS", "Authorizer", "AuthorizingBackend", "allowed", "authorized_operations", "bind", "from_config"]
+__all__ = ["ANONYMOUS", "NO_OPERATIONS", "Authorizer", "AuthorizingBackend", "allowed", "authorized_operations", "bind", "from_config"]
 
 log = logging.getLogger("shoal.wire.authz")
 
@@ -200,6 +200,10 @@ ACL_OPERATION_CODES = {"READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER":
 #: the operations Kafka's ``AclEntry.supportedOperations`` lists per resource type (those the
 #: authorized-operations bitfields are computed over)
 SUPPORTED_OPERATIONS = {"GROUP": ("READ", "DESCRIBE", "DELETE", "DESCRIBE_CONFIGS", "ALTER_CONFIGS")}
+
+
+#: A describe response's ``authorized_operations`` when they were not asked for (Kafka's Integer.MIN_VALUE)
+NO_OPERATIONS = -2147483648
 
 
 def authorized_operations(authorizer: Authorizer | None, resource_type: str, name: str) -> int:

@@ -17,6 +17,7 @@ from typing import Any
 from kio.static.primitive import i8, i32
 
 from actors.consumer.messages import ConsumerGroupHeartbeatCmd
+from wire import authz
 from wire.entities import NO_THROTTLE, build, duration_ms, error_code, nested, response_class
 from wire.protocol import DecodedRequest
 
@@ -50,9 +51,12 @@ def consumer_group_heartbeat(req: DecodedRequest, backend: Any, client_host: str
     )
 
 
-def consumer_group_describe(req: DecodedRequest, backend: Any) -> Any:
+def consumer_group_describe(req: DecodedRequest, backend: Any, authorizer: Any = None) -> Any:
     """ConsumerGroupDescribe v0-1: one described group per requested id (GROUP_ID_NOT_FOUND for
-    a group that is not a consumer-protocol group, INVALID_GROUP_ID for an empty id)."""
+    a group that is not a consumer-protocol group, INVALID_GROUP_ID for an empty id). With
+    ``include_authorized_operations``, a described group carries the group's authorized-operations
+    bitfield for the connection's ``authorizer`` (``KafkaApis.handleConsumerGroupDescribe``),
+    Integer.MIN_VALUE otherwise."""
     cls = response_class(69, req.api_version)
 
     def assignment(parts: Any) -> Any:
@@ -60,6 +64,7 @@ def consumer_group_describe(req: DecodedRequest, backend: Any) -> Any:
             nested(cls, "TopicPartitions", topic_id=uuid.UUID(tid), topic_name=name, partitions=tuple(i32(p) for p in ps))
             for tid, name, ps in parts))
 
+    want_ops = bool(getattr(req.body, "include_authorized_operations", False))
     groups = []
     for gid in req.body.group_ids:
         gid = str(gid or "")
@@ -80,7 +85,8 @@ def consumer_group_describe(req: DecodedRequest, backend: Any) -> Any:
                    subscribed_topic_names=tuple(m.subscribed_topic_names), subscribed_topic_regex=None,
                    assignment=assignment(m.assignment), target_assignment=assignment(m.target_assignment), member_type=i8(1))
             for m in d.members)
+        ops = authz.authorized_operations(authorizer, "GROUP", gid) if want_ops else authz.NO_OPERATIONS
         groups.append(nested(cls, "DescribedGroup", error_code=error_code(None), error_message=None, group_id=gid,
                              group_state=d.state, group_epoch=i32(d.group_epoch), assignment_epoch=i32(d.assignment_epoch),
-                             assignor_name=d.assignor_name, members=members))
+                             assignor_name=d.assignor_name, members=members, authorized_operations=i32(ops)))
     return build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups))

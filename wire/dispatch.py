@@ -202,7 +202,7 @@ class KafkaDispatcher(Dispatcher):
             92: lambda r, c: group_admin.delete_share_group_offsets(r, backend),
             # KIP-848 consumer groups
             68: lambda r, c: consumer_protocol.consumer_group_heartbeat(r, backend, _peer_host(c)),
-            69: lambda r, c: consumer_protocol.consumer_group_describe(r, backend),
+            69: lambda r, c: consumer_protocol.consumer_group_describe(r, backend, self.authorizer),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:

@@ -38,10 +38,6 @@ from wire.protocol import DecodedRequest
 
 __all__ = ["alter_share_group_offsets", "delete_groups", "delete_share_group_offsets", "describe_groups", "offset_delete"]
 
-#: ``DescribedGroup.authorized_operations`` when not asked for (Kafka's Integer.MIN_VALUE)
-NO_OPERATIONS = -2147483648
-
-
 def describe_groups(req: DecodedRequest, backend: Any, authorizer: Any = None) -> Any:
     """DescribeGroups v0-6 (see the module doc)."""
     cls = response_class(15, req.api_version)
@@ -65,7 +61,7 @@ def describe_groups(req: DecodedRequest, backend: Any, authorizer: Any = None) -
             )
         if err is not None and err != "GROUP_ID_NOT_FOUND":
             state, protocol_type, protocol_data, members = "", "", "", ()
-        ops = NO_OPERATIONS
+        ops = authz.NO_OPERATIONS
         if want_ops and err is None:
             ops = authz.authorized_operations(authorizer, "GROUP", gid)
         groups.append(nested(cls, "DescribedGroup", error_code=error_code(err), error_message=msg, group_id=gid,

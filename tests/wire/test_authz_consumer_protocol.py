@@ -53,3 +53,26 @@ def test_describe_needs_describe_on_group_and_its_topics():
     b = AuthorizingBackend(inner, make([allow("GROUP", "g", "DESCRIBE"), allow("TOPIC", "*", "DESCRIBE")])[0])
     d = b.consumer_group_describe("g")
     assert d.error is None and d.members[0].member_id == "m"
+
+
+def test_describe_reports_authorized_operations_when_asked():
+    from types import SimpleNamespace as NS
+
+    from wire.consumer_protocol import consumer_group_describe
+    from wire.protocol import DecodedRequest, encode_response
+
+    class Described(Inner):
+        def consumer_group_describe(self, group):
+            m = DescribedMember("m", None, None, 1, "c", "h", ("b",), (("00000000-0000-0000-0000-00000000000b", "b", (0,)),), (), "STABLE")
+            return ConsumerGroupDescription(group, None, "Stable", 1, 1, "uniform", (m,))
+
+    authorizer = make([allow("GROUP", "g", "DESCRIBE"), allow("TOPIC", "*", "DESCRIBE")])[0]
+    for v in (0, 1):
+        asked = consumer_group_describe(DecodedRequest(69, v, 1, "c", None, NS(group_ids=("g",), include_authorized_operations=True)),
+                                        Described(), authorizer)
+        encode_response(1, asked)
+        ops = asked.groups[0].authorized_operations
+        assert ops & (1 << 8) and not ops & (1 << 3)  # DESCRIBE (8) granted, READ (3) not
+        plain = consumer_group_describe(DecodedRequest(69, v, 1, "c", None, NS(group_ids=("g",), include_authorized_operations=False)),
+                                        Described(), authorizer)
+        assert plain.groups[0].authorized_operations == -2147483648
