@@ -13,7 +13,9 @@ Figures:
   ``subscribe_to_drained_s`` is the wall time from the members' start to that point (joins and the
   initial rebalance delay included); ``commit_lag_s`` how long after the last read the committed
   offsets reached the end, and ``committed_records_per_s`` the records over the span from the
-  first read to that point; ``duplicates`` counts records read more than once (after a rebalance
+  first read to that point; ``redelivered`` counts records read again by another member after a
+  rebalance, ``member_timeline_s`` each member's assignment, first and last read; ``duplicates``
+  counts records one member read more than once (after a rebalance
   a partition resumes at its committed offset).
 * ``rebalance``: at default client settings, ``first_join_s`` is the time from a consumer's
   ``subscribe()`` on a new group until its ``on_assign`` (Kafka's
@@ -139,7 +141,13 @@ def bench_consume(bootstrap: str, tmp: Path, records: int, consumers: int, parti
     out.update({
         "records_read": total,
         "duplicates": total - sum(r.get("distinct", 0) for r in res),
+        # re-read by another member after a rebalance (at-least-once: its owner's async commit
+        # had not landed when the partition moved)
+        "redelivered": total - records if drained_at else None,
         "records_per_member": [r.get("records", 0) for r in res],
+        # per member, seconds after the members were started: first assignment, first and last read
+        "member_timeline_s": [{k: round(v - t0, 2) for k, v in (("assigned", (r.get("assigned") or [None])[0]), ("first", r.get("first")),
+                                                                 ("last", r.get("last"))) if v is not None} for r in res],
         "records_per_s": round(total / span) if span > 0 and drained_at else None,
         "subscribe_to_drained_s": round(drained_at - t0, 2) if drained_at else None,
         # the commits trail the reads: each group's OffsetCommits are appended one at a time

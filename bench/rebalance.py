@@ -17,7 +17,7 @@ group with ConsumerGroupDescribe (AdminClient ``describe_consumer_groups``) in a
   when ``--interval-ms`` is given). A's revocation waits for its next heartbeat, so the figure is
   bounded by that interval (Kafka behaves the same: the coordinator never pushes).
 
-Run: ``.venv/bin/python bench/rebalance.py [--runs 5] [--interval-ms 5000]``.
+Run: ``.venv/bin/python bench/rebalance.py [--runs 5] [--interval-ms 5000]`` (without ``--interval-ms``: Shoal's default, 500 ms).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from config import BROKER_DEFAULTS  # noqa: E402
 from tests.e2e.conftest import DaemonProcess, free_port  # noqa: E402
 from tests.e2e.helpers import admin, create_topic  # noqa: E402
 
@@ -59,7 +60,7 @@ def main() -> None:
     overrides = {}
     if args.interval_ms is not None:
         overrides = {"group.consumer.heartbeat.interval.ms": str(args.interval_ms),
-                     "group.consumer.min.heartbeat.interval.ms": str(min(args.interval_ms, 5000))}
+                     "group.consumer.min.heartbeat.interval.ms": str(min(args.interval_ms, int(BROKER_DEFAULTS["group.consumer.min.heartbeat.interval.ms"])))}
     base = Path(tempfile.mkdtemp(prefix="shoal-bench-rebalance-"))
     d = DaemonProcess(base / "data", free_port(), free_port(), overrides).start()
     seen_to_stable, subscribe_to_stable = [], []
@@ -121,7 +122,7 @@ def main() -> None:
     print(json.dumps({
         "bench": "kip848_rebalance",
         "partitions": args.partitions,
-        "server_heartbeat_interval_ms": args.interval_ms or 5000,
+        "server_heartbeat_interval_ms": args.interval_ms or int(BROKER_DEFAULTS["group.consumer.heartbeat.interval.ms"]),
         "seen_to_stable_ms": summary(seen_to_stable),
         "subscribe_to_stable_ms": summary(subscribe_to_stable),
     }))
