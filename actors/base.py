@@ -288,6 +288,11 @@ class EventSourcedActor(ShoalActor):
                 batch = self._stash[:run]
                 del self._stash[:run]
                 rest = self.receive_batch(batch)
+                if len(rest) >= len(batch):  # no progress: replay the first alone (never loop)
+                    rest = list(rest)
+                    self._stash[:0] = rest[1:]
+                    super().receiveMessage(*rest[0])
+                    continue
                 if rest:
                     self._stash[:0] = rest
                 continue
