@@ -939,16 +939,29 @@ class ShareGroupActor(EventSourcedActor):
             return m.ShareGroupStateDeleted(self._group_id, "NON_EMPTY_GROUP", f"Share group {self._group_id} is not empty.")
         return None
 
-    def receiveMsg_AlterShareGroupOffsets(self, msg: m.AlterShareGroupOffsets, sender: Any) -> None:
-        """AlterShareGroupOffsets: one ``SharePartitionInitialized`` per partition at the new start
-        offset (state batches dropped, state epoch the group epoch), in one append; a negative
-        offset is INVALID_REQUEST for its partition. Reply :class:`ShareGroupStateDeleted`."""
+    def _offsets_admin(self, msg: Any, sender: Any,
+                       decide: Callable[[], tuple[list[DomainEvent], list[m.PartitionResult]]]) -> None:
+        """The common step of AlterShareGroupOffsets / DeleteShareGroupOffsets: the group-level
+        refusal (:meth:`_admin_refusal`), else ``decide() -> (events, results)``, one append, and
+        :class:`ShareGroupStateDeleted` with the results (or the append's error)."""
         def body(now: int) -> None:
-            assert self._state is not None
             refusal = self._admin_refusal()
             if refusal is not None:
                 self.send(sender, refusal)
                 return
+            events, results = decide()
+            self._commit(events,
+                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", tuple(results))),
+                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+
+        self._handle(msg, sender, body)
+
+    def receiveMsg_AlterShareGroupOffsets(self, msg: m.AlterShareGroupOffsets, sender: Any) -> None:
+        """AlterShareGroupOffsets: one ``SharePartitionInitialized`` per partition at the new start
+        offset (state batches dropped, state epoch the group epoch), in one append; a negative
+        offset is INVALID_REQUEST for its partition. Reply :class:`ShareGroupStateDeleted`."""
+        def decide() -> tuple[list[DomainEvent], list[m.PartitionResult]]:
+            assert self._state is not None
             events: list[DomainEvent] = []
             results = []
             epoch = self._state.membership.group_epoch
@@ -960,21 +973,15 @@ class ShareGroupActor(EventSourcedActor):
                                       max_in_flight_records=self._broker.partition_max_record_locks)
                 events.extend(work.decide_initialize(start, state_epoch=epoch))
                 results.append(m.PartitionResult(tid, p))
-            self._commit(events,
-                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", tuple(results))),
-                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+            return events, results
 
-        self._handle(msg, sender, body)
+        self._offsets_admin(msg, sender, decide)
 
     def receiveMsg_DeleteShareGroupOffsets(self, msg: m.DeleteShareGroupOffsets, sender: Any) -> None:
         """DeleteShareGroupOffsets: ``ShareStateDeleted`` for every initialised partition of the
         topics, in one append. Reply :class:`ShareGroupStateDeleted` (one result per topic)."""
-        def body(now: int) -> None:
+        def decide() -> tuple[list[DomainEvent], list[m.PartitionResult]]:
             assert self._state is not None
-            refusal = self._admin_refusal()
-            if refusal is not None:
-                self.send(sender, refusal)
-                return
             events: list[DomainEvent] = []
             results = []
             for tid in dict.fromkeys(msg.topic_ids):
@@ -984,11 +991,9 @@ class ShareGroupActor(EventSourcedActor):
                     continue
                 events.extend(ShareStateDeleted(self._group_id, t, p) for t, p in keys)
                 results.append(m.PartitionResult(tid, -1))
-            self._commit(events,
-                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", tuple(results))),
-                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+            return events, results
 
-        self._handle(msg, sender, body)
+        self._offsets_admin(msg, sender, decide)
 
     def receiveMsg_GetShareGroupState(self, msg: m.GetShareGroupState, sender: Any) -> None:
         """Audit/test: reply :class:`ShareGroupStateDump` with the durable state and stream version."""
