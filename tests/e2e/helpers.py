@@ -114,6 +114,48 @@ def poll_records(c: Any, n: int, timeout_s: float = 60) -> list[tuple[int, int, 
     return out
 
 
+def read_back_commit_restart(daemon_factory: Any, make_consumer: Callable[[str, str], Any], prefix: str,
+                             while_open: Callable[[Any, str], None] = lambda d, group: None) -> None:
+    """The read-back scenario of a confluent-kafka group consumer (``make_consumer(bootstrap,
+    group)``): 30 records on 3 partitions read back exactly (values, partitions, offsets) and
+    nothing more; a synchronous commit stores each partition's end; ``while_open(daemon, group)``
+    checks more while the member is still in the group; then the daemon restarts on the same data
+    dir and a new member of the group reads only the 6 records produced after the restart."""
+    import uuid
+
+    from confluent_kafka import TopicPartition
+
+    d = daemon_factory()
+    topic, group = f"{prefix}-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    create_topic(d.bootstrap, topic, 3)
+    values = [f"v{i}" for i in range(30)]
+    acked = produce(d.bootstrap, topic, values)
+    assert len(acked) == 30
+    c = make_consumer(d.bootstrap, group)
+    c.subscribe([topic])
+    got = poll_records(c, 30)
+    assert sorted(v for _, _, v in got) == sorted(values)
+    assert {v: (p, o) for p, o, v in got} == acked  # exactly what was written, where it was written
+    assert not poll_records(c, 1, 2)  # nothing more
+    c.commit(asynchronous=False)
+    committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(3)], timeout=30)}
+    assert committed == {p: sum(1 for pp, _ in acked.values() if pp == p) for p in range(3)}
+    while_open(d, group)
+    c.close()
+
+    # restart on the same data dir: the group's offsets come back from its event stream
+    d.stop()
+    d2 = daemon_factory(data_dir=d.data_dir)
+    more = [f"w{i}" for i in range(6)]
+    produce(d2.bootstrap, topic, more)
+    c2 = make_consumer(d2.bootstrap, group)
+    c2.subscribe([topic])
+    got2 = poll_records(c2, 6)
+    assert sorted(v for _, _, v in got2) == sorted(more)  # none of the 30 committed ones again
+    assert not poll_records(c2, 1, 2)
+    c2.close()
+
+
 def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
     """partition → ``group``'s committed offset on ``topic`` (-1001, librdkafka's INVALID, where
     none): OffsetFetch through a confluent-kafka Consumer that does not join the group."""

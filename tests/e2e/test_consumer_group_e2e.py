@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from tests.e2e.helpers import create_topic, group_consumer, poll_records, produce
+from tests.e2e.helpers import create_topic, group_consumer, poll_records, produce, read_back_commit_restart
 
 
 consumer = group_consumer
@@ -16,36 +16,7 @@ read = poll_records
 
 
 def test_subscribe_reads_back_exactly_and_commits_survive_restart(daemon_factory):
-    d = daemon_factory()
-    topic, group = f"cg-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    create_topic(d.bootstrap, topic, 3)
-    values = [f"v{i}" for i in range(30)]
-    acked = produce(d.bootstrap, topic, values)
-    assert len(acked) == 30
-    c = consumer(d.bootstrap, group)
-    c.subscribe([topic])
-    got = read(c, 30)
-    assert sorted(v for _, _, v in got) == sorted(values)
-    assert {v: (p, o) for p, o, v in got} == acked  # exactly what was written, where it was written
-    assert not read(c, 1, 2)  # nothing more
-    c.commit(asynchronous=False)
-    from confluent_kafka import TopicPartition
-
-    committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(3)], timeout=30)}
-    assert committed == {p: sum(1 for pp, _ in acked.values() if pp == p) for p in range(3)}
-    c.close()
-
-    # restart on the same data dir: the group's offsets come back from its event stream
-    d.stop()
-    d2 = daemon_factory(data_dir=d.data_dir)
-    more = [f"w{i}" for i in range(6)]
-    produce(d2.bootstrap, topic, more)
-    c2 = consumer(d2.bootstrap, group)
-    c2.subscribe([topic])
-    got2 = read(c2, 6)
-    assert sorted(v for _, _, v in got2) == sorted(more)  # none of the 30 committed ones again
-    assert not read(c2, 1, 2)
-    c2.close()
+    read_back_commit_restart(daemon_factory, consumer, "cg")
 
 
 def test_second_member_rebalances_to_disjoint_partitions(daemon_factory):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 import uuid
 
-from tests.e2e.helpers import create_topic, group_consumer, poll_records, produce
+from tests.e2e.helpers import admin, create_topic, group_consumer, poll_records, produce, read_back_commit_restart
 
 #: a short consumer session so the SIGKILL test does not wait 45 s (inside Kafka's bounds once
 #: the minimums are lowered with it)
@@ -30,51 +30,22 @@ read = poll_records
 
 
 def describe(bootstrap: str, group: str):
-    from tests.e2e.helpers import admin
-
     a = admin(bootstrap)
     return a.describe_consumer_groups([group], request_timeout=30)[group].result(30)
 
 
 def test_consumer_protocol_reads_back_exactly_and_commits_survive_restart(daemon_factory):
-    d = daemon_factory()
-    topic, group = f"cp-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
-    create_topic(d.bootstrap, topic, 3)
-    values = [f"v{i}" for i in range(30)]
-    acked = produce(d.bootstrap, topic, values)
-    assert len(acked) == 30
-    c = consumer(d.bootstrap, group)
-    c.subscribe([topic])
-    got = read(c, 30)
-    assert {v: (p, o) for p, o, v in got} == acked  # exactly what was written, where it was written
-    assert not read(c, 1, 2)
-    c.commit(asynchronous=False)
-    from confluent_kafka import TopicPartition
+    def listed_as_consumer_group(d, group):
+        desc = describe(d.bootstrap, group)
+        assert str(getattr(desc.type, "name", desc.type)).upper() == "CONSUMER"
+        assert len(desc.members) == 1
+        adm = admin(d.bootstrap)  # kept alive until the future resolves
+        res = adm.list_consumer_groups(request_timeout=30).result(30)
+        listed = {g.group_id: g for g in res.valid}
+        assert group in listed, (res.valid, res.errors, [(g.group_id, g.type, g.state) for g in res.valid])
+        assert str(getattr(listed[group].type, "name", listed[group].type)).upper() == "CONSUMER"
 
-    committed = {tp.partition: tp.offset for tp in c.committed([TopicPartition(topic, p) for p in range(3)], timeout=30)}
-    assert committed == {p: sum(1 for pp, _ in acked.values() if pp == p) for p in range(3)}
-    desc = describe(d.bootstrap, group)
-    assert str(getattr(desc.type, "name", desc.type)).upper() == "CONSUMER"
-    assert len(desc.members) == 1
-    from tests.e2e.helpers import admin
-
-    adm = admin(d.bootstrap)  # kept alive until the future resolves
-    res = adm.list_consumer_groups(request_timeout=30).result(30)
-    listed = {g.group_id: g for g in res.valid}
-    assert group in listed, (res.valid, res.errors, [(g.group_id, g.type, g.state) for g in res.valid])
-    assert str(getattr(listed[group].type, "name", listed[group].type)).upper() == "CONSUMER"
-    c.close()
-
-    d.stop()
-    d2 = daemon_factory(data_dir=d.data_dir)
-    more = [f"w{i}" for i in range(6)]
-    produce(d2.bootstrap, topic, more)
-    c2 = consumer(d2.bootstrap, group)
-    c2.subscribe([topic])
-    got2 = read(c2, 6)
-    assert sorted(v for _, _, v in got2) == sorted(more)  # none of the 30 committed ones again
-    assert not read(c2, 1, 2)
-    c2.close()
+    read_back_commit_restart(daemon_factory, consumer, "cp", listed_as_consumer_group)
 
 
 def _owned(c) -> set[int]:
