@@ -623,16 +623,23 @@ class Daemon:
         """One :class:`actors.rlmm.actor.RlmmPartitionActor` per metadata partition
         (``remote.log.metadata.topic.num.partitions``), started and supervised by the controller
         (``ChildLookup("rlmm", p)``), behind Kafka's RemoteLogMetadataManager interface
-        (:class:`actors.rlmm.manager.ActorRemoteLogMetadataManager`). A request that times out
-        (the actor crashed and the controller restarted it elsewhere) looks the partition's actor
-        up again and is retried once."""
+        (:class:`actors.rlmm.manager.ActorRemoteLogMetadataManager`).
+
+        A partition's actor is started on its first use (a tiered user partition hashed to it is
+        opened, or a request names one), not at start-up: each actor is one process (~7 MB), and
+        a daemon without tiered topics needs none of them (Kafka's RLMM likewise consumes only the
+        metadata partitions of its assigned user partitions). The lookup answers once the actor
+        has recovered, so no request reaches an actor that is still recovering. A request that
+        times out (the actor crashed and the controller restarted it elsewhere) looks the
+        partition's actor up again and is retried once."""
         from actors.controller.messages import ChildLookup
         from actors.rlmm.manager import ActorRemoteLogMetadataManager
         from wire.gateway import ActorTimeout
 
         n = int(self.cfg.get("remote.log.metadata.topic.num.partitions", "50"))
         timeout_s = float(self.cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
-        addresses: list[Any] = []  # index = metadata partition (ActorAddress is not hashable)
+        assert self.gateway is not None
+        gateway = self.gateway
 
         def lookup(p: int) -> Any:
             reply = controller.ask(ChildLookup("rlmm", str(p), True), max(timeout_s, 60))
@@ -640,26 +647,24 @@ class Daemon:
                 raise RuntimeError(f"RLMM actor for metadata partition {p} did not start: {reply!r}")
             return reply.address
 
-        addresses.extend(lookup(p) for p in range(n))
-        actors = dict(enumerate(addresses))
-        assert self.gateway is not None
-        gateway = self.gateway
-
         def ask(addr: Any, msg: Any) -> Any:
             try:
                 return gateway.ask(addr, msg, timeout_s)
             except ActorTimeout:
-                p = next((i for i, a in enumerate(addresses) if a == addr), None)
+                p = next((i for i in manager.started_partitions() if manager.address(i) == addr), None)
                 if p is None:
                     return None
-                fresh = addresses[p] = lookup(p)
-                manager._actors[p] = fresh  # noqa: SLF001 - the manager's own address map
+                try:
+                    fresh = lookup(p)
+                except RuntimeError:
+                    return None  # the manager turns a missing reply into KafkaException
+                manager.replace_address(p, fresh)
                 try:
                     return gateway.ask(fresh, msg, timeout_s)
                 except ActorTimeout:
-                    return None  # the manager turns a missing reply into KafkaException
+                    return None
 
-        manager = ActorRemoteLogMetadataManager(ask, actors, num_partitions=n)
+        manager = ActorRemoteLogMetadataManager(ask, {}, num_partitions=n, start=lookup)
         return manager
 
     def _start_remote_log_manager(self, controller: Any) -> None:

@@ -544,18 +544,26 @@ class ActorRemoteLogMetadataManager(RemoteLogMetadataManager):
     callers outside the actor system (the RemoteLogManager, the wire layer).
 
     ``ask(address, message) -> reply`` sends one request and waits (e.g. ``lambda a, m:
-    asys.ask(a, m, 10)``); ``actors`` maps every metadata partition to its actor's address.
+    asys.ask(a, m, 10)``); ``actors`` maps every metadata partition to its actor's address, or,
+    with ``start``, those already started: ``start(p) -> address`` then starts the actor of
+    metadata partition ``p`` on its first use and returns its address once it has recovered
+    (fail closed: nothing is asked of an actor before that; Kafka's ``TopicBasedRemoteLogMetadataManager``
+    likewise consumes only the metadata partitions of its assigned user partitions). A
+    ``start`` that raises fails that one request (``KafkaException`` from the caller's view).
     Replies are translated back to Kafka's behaviour: ``NotReady`` → :class:`RemoteLogMetadataManagerNotReadyException`,
     ``Failure(error, message)`` → the named exception, ``None`` (timeout) → :class:`KafkaException`.
     Leadership changes keep the set of registered user partitions and send each affected actor
     its ``ReconcileAssignment``.
     """
 
-    def __init__(self, ask: Callable[[Any, Any], Any], actors: dict[int, Any], *, num_partitions: int = DEFAULT_NUM_PARTITIONS) -> None:
-        if set(actors) != set(range(num_partitions)):
-            raise ValueError(f"need one actor per metadata partition 0..{num_partitions - 1}")
+    def __init__(self, ask: Callable[[Any, Any], Any], actors: dict[int, Any], *, num_partitions: int = DEFAULT_NUM_PARTITIONS,
+                 start: Callable[[int], Any] | None = None) -> None:
+        if not set(actors) <= set(range(num_partitions)) or (start is None and set(actors) != set(range(num_partitions))):
+            raise ValueError(f"need one actor per metadata partition 0..{num_partitions - 1} (or start to start the missing ones)")
         self._ask = ask
         self._actors = dict(actors)
+        self._start = start
+        self._start_lock = threading.Lock()
         self.num_partitions = num_partitions
         self._registered: set[TopicIdPartition] = set()
         self._lock = threading.RLock()
@@ -567,6 +575,36 @@ class ActorRemoteLogMetadataManager(RemoteLogMetadataManager):
             p = self._partition_of[tp] = metadata_partition_for(tp, self.num_partitions)
         return p
 
+    def address(self, p: int) -> Any:
+        """The address of metadata partition ``p``'s actor, started through ``start`` on its
+        first use (one start per partition even when threads race). Raises ``KeyError`` for a
+        partition without an actor and no ``start``, :class:`KafkaException` when ``start`` fails
+        (the next use tries again)."""
+        addr = self._actors.get(p)
+        if addr is not None:
+            return addr
+        if self._start is None or not 0 <= p < self.num_partitions:
+            raise KeyError(p)
+        with self._start_lock:
+            addr = self._actors.get(p)
+            if addr is None:
+                try:
+                    addr = self._start(p)
+                except KafkaException:
+                    raise
+                except Exception as e:
+                    raise KafkaException(f"the RLMM actor of metadata partition {p} did not start: {e}") from e
+                self._actors[p] = addr
+        return addr
+
+    def replace_address(self, p: int, address: Any) -> None:
+        """Record ``address`` as metadata partition ``p``'s actor (after its supervisor restarted it)."""
+        self._actors[p] = address
+
+    def started_partitions(self) -> list[int]:
+        """The metadata partitions whose actor has been started (or was given), ascending."""
+        return sorted(self._actors)
+
     def _request(self, tp: TopicIdPartition, msg: Any) -> Any:
         from actors.messages import Failure, NotReady
         from actors.rlmm.errors import exception_for
@@ -574,7 +612,7 @@ class ActorRemoteLogMetadataManager(RemoteLogMetadataManager):
 
         if tp is None:
             raise NullPointerException("topicIdPartition can not be null")
-        reply = self._ask(self._actors[self._mp(tp)], msg)
+        reply = self._ask(self.address(self._mp(tp)), msg)
         if isinstance(reply, RlmmReply):
             return reply.value
         if isinstance(reply, NotReady):
@@ -650,7 +688,7 @@ class ActorRemoteLogMetadataManager(RemoteLogMetadataManager):
 
         for p in sorted(affected):
             mine = [tp for tp in self._registered if self._mp(tp) == p]
-            reply = self._ask(self._actors[p], ReconcileAssignment(mine))
+            reply = self._ask(self.address(p), ReconcileAssignment(mine))
             if reply is None or type(reply).__name__ != "AssignmentReconciled":
                 raise KafkaException(f"metadata partition {p} did not reconcile its assignment: {reply!r}")
 

@@ -232,6 +232,47 @@ def test_actor_backed_manager_interface(asys, cfg):
         ActorRemoteLogMetadataManager(lambda a, m: None, {0: actors[0]}, num_partitions=3)
 
 
+def test_actor_backed_manager_starts_partitions_on_first_use(asys, cfg):
+    """With ``start``, ActorRemoteLogMetadataManager starts a metadata partition's actor only when
+    a user partition hashed to it is first used (a leadership change or a request), once each,
+    and asks it nothing before it answered ``Configured`` (recovered); a start that fails fails
+    that request with KafkaException and is tried again on the next use."""
+    from actors.rlmm.errors import KafkaException
+    from actors.rlmm.manager import ActorRemoteLogMetadataManager
+
+    cfg3 = dict(cfg, **{"remote.log.metadata.topic.num.partitions": "3"})
+    started: list[int] = []
+    refuse = {"on": True}
+
+    def start(mp: int) -> Any:
+        if refuse["on"]:
+            raise RuntimeError("controller unavailable")
+        addr = asys.createActor(RlmmPartitionActor)
+        assert isinstance(asys.ask(addr, Configure(cfg3, stream_id(mp)), T), Configured)
+        started.append(mp)
+        return addr
+
+    rlmm = ActorRemoteLogMetadataManager(lambda addr, msg: asys.ask(addr, msg, T), {}, num_partitions=3, start=start)
+    p = tp("a", 0)
+    mp = metadata_partition_for(p, 3)
+    assert rlmm.started_partitions() == [] and started == []
+    with pytest.raises(KafkaException, match="did not start"):
+        rlmm.on_partition_leadership_changes({p}, set())
+    refuse["on"] = False
+    rlmm.on_partition_leadership_changes({p}, set())
+    assert started == [mp] and rlmm.started_partitions() == [mp]
+    s = seg(p, 0, 99, {0: 0})
+    rlmm.add_remote_log_segment_metadata(s)
+    assert list(rlmm.list_remote_log_segments(p)) == [s]
+    assert started == [mp]  # one start per metadata partition
+    other = next(tp("b", i) for i in range(100) if metadata_partition_for(tp("b", i), 3) != mp)
+    with pytest.raises(RemoteResourceNotFoundException):
+        rlmm.list_remote_log_segments(other)  # a request starts its partition's actor too
+    assert sorted(started) == sorted([mp, metadata_partition_for(other, 3)])
+    with pytest.raises(ValueError):
+        ActorRemoteLogMetadataManager(lambda a, m: None, {3: None}, num_partitions=3, start=start)
+
+
 def test_writes_through_the_journal_actor(asys, cfg, sqlite_log):
     """With a JournalActor the append is group-committed; the reply still comes after durability."""
     from actors.journal import JournalActor
