@@ -10,7 +10,9 @@ and samples every process of it (``/proc/<pid>/smaps_rollup``, summed over the p
    produced to it;
 3. ``groups``: after ``--groups`` share groups each joined one member (ShareGroupHeartbeat v1,
    member epoch 0) and fetched once (ShareFetch v1, a new share session, ``MaxWaitMs`` 0), so that
-   each group's actor process exists and has served both a heartbeat and a fetch.
+   each group's actor process exists and has served both a heartbeat and a fetch. With Kafka's
+   default ``share.auto.offset.reset=latest`` a new group starts at the log end, so the fetch
+   acquires nothing (``groups_that_acquired`` counts the groups whose fetch acquired records).
 
 Prints one JSON object; sizes in kB (``pss_kb``, ``private_dirty_kb``, ``shared_kb`` =
 Shared_Clean + Shared_Dirty) and MB (``*_mb``). ``per_group_pss_kb`` is
