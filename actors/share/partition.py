@@ -66,6 +66,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 from enum import IntEnum
+from itertools import groupby
+from operator import attrgetter
 from typing import Callable, Iterable, Optional, Sequence
 
 from actors.share.errors import INVALID_RECORD_STATE, INVALID_REQUEST, ShareError
@@ -200,13 +202,117 @@ class InFlightState:
         return f"InFlightState({RecordState(self.state).name}, dc={self.delivery_count}, member={self.member_id!r}, deadline={self.deadline_ms})"
 
 
-class InFlightBatch(InFlightState):
-    """A cached in-flight range ``[first_offset, last_offset]`` (both inclusive). While
-    ``offset_state`` is ``None`` the inherited batch fields describe every offset; once exploded,
-    ``offset_state`` maps each offset to its :class:`InFlightState` and the batch fields are stale.
-    (Kafka ``InFlightBatch``.)"""
+class _Run(InFlightState):
+    """A run ``[first, last]`` (inclusive) of offsets of an exploded :class:`InFlightBatch` that
+    share one :class:`InFlightState` (state, delivery count, owner, lock deadline)."""
 
-    __slots__ = ("first_offset", "last_offset", "offset_state")
+    __slots__ = ("first", "last")
+
+    def __init__(self, first: int, last: int, state: int, delivery_count: int, member_id: str, deadline_ms: Optional[int]) -> None:
+        InFlightState.__init__(self, state, delivery_count, member_id, deadline_ms)
+        self.first = first
+        self.last = last
+
+    def __repr__(self) -> str:
+        return f"_Run({self.first}-{self.last}, {InFlightState.__repr__(self)})"
+
+
+_FIRST = attrgetter("first")
+
+
+def _run_index(runs: list[_Run], offset: int) -> int:
+    """Index of the run holding ``offset`` (which must lie inside the batch)."""
+    return bisect_right(runs, offset, key=_FIRST) - 1
+
+
+def _merge_runs(runs: list[_Run], lo: int, hi: int) -> None:
+    """Merge equal neighbours among ``runs[lo..hi]`` (indices clipped to the list)."""
+    k = min(hi, len(runs) - 1)
+    lo = max(lo, 0)
+    while k > lo:
+        a = runs[k - 1]
+        b = runs[k]
+        if a.state == b.state and a.delivery_count == b.delivery_count and a.member_id == b.member_id and a.deadline_ms == b.deadline_ms:
+            a.last = b.last
+            del runs[k]
+        k -= 1
+
+
+def _update_runs(runs: list[_Run], first: int, last: int, want: int, fn: Callable[[_Run], bool]) -> bool:
+    """Apply ``fn`` to the parts of ``runs`` within ``[first, last]`` whose state is ``want``,
+    splitting runs at ``first`` and ``last + 1`` as needed, then merge equal neighbours again.
+    Returns whether any ``fn`` call returned True. O(log runs + runs reached)."""
+    if first > last:
+        return False
+    i = bisect_right(runs, first, key=_FIRST) - 1
+    if i < 0:
+        i = 0
+    lo = i
+    n = len(runs)
+    changed = False
+    touched = False
+    while i < n:
+        r = runs[i]
+        if r.first > last:
+            break
+        if r.state == want and r.last >= first:
+            if r.first < first:
+                nr = _Run(first, r.last, r.state, r.delivery_count, r.member_id, r.deadline_ms)
+                r.last = first - 1
+                i += 1
+                n += 1
+                runs.insert(i, nr)
+                r = nr
+            if r.last > last:
+                runs.insert(i + 1, _Run(last + 1, r.last, r.state, r.delivery_count, r.member_id, r.deadline_ms))
+                r.last = last
+                n += 1
+            if fn(r):
+                changed = True
+            touched = True
+        i += 1
+    if touched:
+        _merge_runs(runs, lo - 1, i)
+    return changed
+
+
+def _archive_run(r: InFlightState) -> bool:
+    r.state = _ARCHIVED
+    return False
+
+
+def _archive_run_clear(r: InFlightState) -> bool:
+    r.state = _ARCHIVED
+    r.member_id = EMPTY_MEMBER_ID
+    r.deadline_ms = None
+    return False
+
+
+def _runs_in(runs: list[_Run], first: int, last: int):
+    """The runs overlapping ``[first, last]``, in order."""
+    i = bisect_right(runs, first, key=_FIRST) - 1
+    if i < 0:
+        i = 0
+    n = len(runs)
+    while i < n:
+        r = runs[i]
+        if r.first > last:
+            return
+        if r.last >= first:
+            yield r
+        i += 1
+
+
+class InFlightBatch(InFlightState):
+    """A cached in-flight range ``[first_offset, last_offset]`` (both inclusive). While ``runs`` is
+    ``None`` the inherited batch fields describe every offset; once exploded, ``runs`` holds the
+    per-offset states run-length encoded: ascending :class:`_Run` s covering the batch exactly,
+    equal neighbours merged, and the batch fields are stale. (Kafka ``InFlightBatch`` with its
+    ``offsetState`` map; a run stands for the offsets of the map that hold equal states, so a
+    mixed acknowledgement costs O(runs), not O(records).) :attr:`offset_state` gives the
+    per-offset view."""
+
+    __slots__ = ("first_offset", "last_offset", "runs")
 
     def __init__(
         self, first_offset: int, last_offset: int, state: int, delivery_count: int, member_id: str, deadline_ms: Optional[int]
@@ -214,35 +320,44 @@ class InFlightBatch(InFlightState):
         InFlightState.__init__(self, state, delivery_count, member_id, deadline_ms)
         self.first_offset = first_offset
         self.last_offset = last_offset
-        self.offset_state: Optional[dict[int, InFlightState]] = None
+        self.runs: Optional[list[_Run]] = None
 
-    def explode(self) -> dict[int, InFlightState]:
-        """Split into per-offset states (idempotent); each offset copies the batch state, lock
-        deadline included (Kafka re-splits the timer with the remaining delay)."""
-        os_ = self.offset_state
-        if os_ is None:
-            st, dc, mem, dl = self.state, self.delivery_count, self.member_id, self.deadline_ms
-            os_ = {o: InFlightState(st, dc, mem, dl) for o in range(self.first_offset, self.last_offset + 1)}
-            self.offset_state = os_
-        return os_
+    @property
+    def offset_state(self) -> Optional[dict[int, InFlightState]]:
+        """``None`` while not exploded, else a fresh ``{offset: InFlightState}`` of every offset
+        (Kafka's ``offsetState``; O(records): for readers outside the hot path)."""
+        runs = self.runs
+        if runs is None:
+            return None
+        return {o: InFlightState(r.state, r.delivery_count, r.member_id, r.deadline_ms) for r in runs for o in range(r.first, r.last + 1)}
+
+    def explode(self) -> list[_Run]:
+        """Split into per-offset states (idempotent; one run until a request splits it); each
+        offset copies the batch state, lock deadline included (Kafka re-splits the timer with the
+        remaining delay). Returns the runs."""
+        runs = self.runs
+        if runs is None:
+            runs = [_Run(self.first_offset, self.last_offset, self.state, self.delivery_count, self.member_id, self.deadline_ms)]
+            self.runs = runs
+        return runs
 
     def copy(self) -> "InFlightBatch":
         """An independent copy (per-offset states copied too)."""
         c = InFlightBatch(self.first_offset, self.last_offset, self.state, self.delivery_count, self.member_id, self.deadline_ms)
-        if self.offset_state is not None:
-            c.offset_state = {o: InFlightState(s.state, s.delivery_count, s.member_id, s.deadline_ms) for o, s in self.offset_state.items()}
+        if self.runs is not None:
+            c.runs = [_Run(r.first, r.last, r.state, r.delivery_count, r.member_id, r.deadline_ms) for r in self.runs]
         return c
 
     def as_tuple(self):  # type: ignore[override]
         """``(first, last, batch state tuple | None, per-offset tuples | None)``."""
-        if self.offset_state is None:
+        if self.runs is None:
             return (self.first_offset, self.last_offset, InFlightState.as_tuple(self), None)
-        return (self.first_offset, self.last_offset, None, tuple((o, s.as_tuple()) for o, s in self.offset_state.items()))
+        return (self.first_offset, self.last_offset, None, tuple((o, r.as_tuple()) for r in self.runs for o in range(r.first, r.last + 1)))
 
     def __repr__(self) -> str:
-        if self.offset_state is None:
+        if self.runs is None:
             return f"InFlightBatch({self.first_offset}-{self.last_offset}, {InFlightState.__repr__(self)})"
-        return f"InFlightBatch({self.first_offset}-{self.last_offset}, exploded)"
+        return f"InFlightBatch({self.first_offset}-{self.last_offset}, exploded into {len(self.runs)} runs)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +392,17 @@ def _runs(offsets: Iterable[int]) -> list[tuple[int, int]]:
             out[-1] = (out[-1][0], o)
         else:
             out.append((o, o))
+    return out
+
+
+def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Ascending non-overlapping inclusive ranges with contiguous neighbours merged."""
+    out: list[tuple[int, int]] = []
+    for a, z in ranges:
+        if out and out[-1][1] + 1 == a:
+            out[-1] = (out[-1][0], z)
+        else:
+            out.append((a, z))
     return out
 
 
@@ -347,14 +473,14 @@ class SharePartition:
             return self.end_offset
         if self.find_next_fetch_offset:
             for b in batches:
-                os_ = b.offset_state
-                if os_ is None:
+                runs = b.runs
+                if runs is None:
                     if b.state == _AVAILABLE:
                         return b.first_offset
                 else:
-                    for o, s in os_.items():
-                        if s.state == _AVAILABLE:
-                            return o
+                    for r in runs:
+                        if r.state == _AVAILABLE:
+                            return r.first
         return self.end_offset + 1
 
     def can_acquire_records(self) -> bool:
@@ -371,12 +497,12 @@ class SharePartition:
         when nothing is acquired: when the actor should next call :meth:`decide_expire_locks`."""
         best: Optional[int] = None
         for b in self._batches:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state == _ACQUIRED and (best is None or b.deadline_ms < best):  # type: ignore[operator]
                     best = b.deadline_ms
             else:
-                for s in os_.values():
+                for s in runs:
                     if s.state == _ACQUIRED and (best is None or s.deadline_ms < best):  # type: ignore[operator]
                         best = s.deadline_ms
         return best
@@ -390,7 +516,7 @@ class SharePartition:
         b = self._batches[i]
         if offset > b.last_offset:
             return None
-        s = b if b.offset_state is None else b.offset_state[offset]
+        s = b if b.runs is None else b.runs[_run_index(b.runs, offset)]
         return (RecordState(s.state), s.delivery_count, s.member_id, s.deadline_ms)
 
     def cached_batches(self) -> list[InFlightBatch]:
@@ -401,11 +527,11 @@ class SharePartition:
         """Number of ACQUIRED records (an O(batches) scan)."""
         n = 0
         for b in self._batches:
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state == _ACQUIRED:
                     n += b.last_offset - b.first_offset + 1
             else:
-                n += sum(1 for s in b.offset_state.values() if s.state == _ACQUIRED)
+                n += sum(r.last - r.first + 1 for r in b.runs if r.state == _ACQUIRED)
         return n
 
     def snapshot(self) -> tuple:
@@ -439,12 +565,16 @@ class SharePartition:
                     b = InFlightBatch(int(first), int(last), int(st_), int(dc), str(mem), None if dl is None else int(dl))
                 else:
                     b = InFlightBatch(int(first), int(last), _AVAILABLE, 0, EMPTY_MEMBER_ID, None)
-                    b.offset_state = {
-                        int(o): InFlightState(int(st_), int(dc), str(mem), None if dl is None else int(dl))
-                        for o, (st_, dc, mem, dl) in offsets
-                    }
-                    if sorted(b.offset_state) != list(range(b.first_offset, b.last_offset + 1)):
+                    per = sorted((int(o), (int(st_), int(dc), str(mem), None if dl is None else int(dl))) for o, (st_, dc, mem, dl) in offsets)
+                    if [o for o, _ in per] != list(range(b.first_offset, b.last_offset + 1)):
                         raise ValueError(f"exploded batch {first}-{last} does not cover its offsets")
+                    runs: list[_Run] = []
+                    for o, t in per:
+                        if runs and (runs[-1].state, runs[-1].delivery_count, runs[-1].member_id, runs[-1].deadline_ms) == t:
+                            runs[-1].last = o
+                        else:
+                            runs.append(_Run(o, o, *t))
+                    b.runs = runs
                 if sp._firsts and b.first_offset <= sp._batches[-1].last_offset:
                     raise ValueError("batches overlap or are out of order")
                 sp._batches.append(b)
@@ -471,11 +601,11 @@ class SharePartition:
                 out.append([first, last, state, dc])
 
         for b in self._batches:
-            if b.offset_state is None:
+            if b.runs is None:
                 add(b.first_offset, b.last_offset, b.state, b.delivery_count)
             else:
-                for o, s in b.offset_state.items():
-                    add(o, o, s.state, s.delivery_count)
+                for r in b.runs:
+                    add(r.first, r.last, r.state, r.delivery_count)
         return [tuple(x) for x in out]  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
@@ -643,14 +773,14 @@ class SharePartition:
             for b in batches[lo:hi]:
                 if count >= max_records:
                     break
-                os_ = b.offset_state
-                if os_ is None and b.first_offset >= req_first and b.last_offset <= req_last:
+                runs = b.runs
+                if runs is None and b.first_offset >= req_first and b.last_offset <= req_last:
                     if b.state == _AVAILABLE:
                         ranges.append((b.first_offset, b.last_offset))
                         acquired.append(AcquiredRecords(b.first_offset, b.last_offset, b.delivery_count + 1))
                         count += b.last_offset - b.first_offset + 1
                     continue
-                if os_ is None:
+                if runs is None:
                     if b.state != _AVAILABLE:
                         continue
                     f = max(b.first_offset, req_first)
@@ -660,17 +790,25 @@ class SharePartition:
                         acquired.append(AcquiredRecords(f, l_, b.delivery_count + 1))
                         count += l_ - f + 1
                     continue
-                avail = [
-                    o for o in range(max(b.first_offset, req_first), min(b.last_offset, req_last) + 1) if os_[o].state == _AVAILABLE
-                ]
-                count += len(avail)
-                ranges.extend(_runs(avail))
-                for o in avail:  # the response: contiguous runs with equal (new) delivery counts
-                    dc = os_[o].delivery_count + 1
-                    if acquired and acquired[-1].last_offset + 1 == o and acquired[-1].delivery_count == dc and acquired[-1].first_offset >= b.first_offset:
-                        acquired[-1] = AcquiredRecords(acquired[-1].first_offset, o, dc)
+                f = max(b.first_offset, req_first)
+                l_ = min(b.last_offset, req_last)
+                here: list[tuple[int, int]] = []  # AVAILABLE runs of this batch, contiguous ones merged
+                for r in _runs_in(runs, f, l_):
+                    if r.state != _AVAILABLE:
+                        continue
+                    a, z = max(r.first, f), min(r.last, l_)
+                    count += z - a + 1
+                    if here and here[-1][1] + 1 == a:
+                        here[-1] = (here[-1][0], z)
                     else:
-                        acquired.append(AcquiredRecords(o, o, dc))
+                        here.append((a, z))
+                    # the response: contiguous runs with equal (new) delivery counts, within the batch
+                    dc = r.delivery_count + 1
+                    if acquired and acquired[-1].last_offset + 1 == a and acquired[-1].delivery_count == dc and acquired[-1].first_offset >= b.first_offset:
+                        acquired[-1] = AcquiredRecords(acquired[-1].first_offset, z, dc)
+                    else:
+                        acquired.append(AcquiredRecords(a, z, dc))
+                ranges.extend(here)
             last_cached = batches[hi - 1].last_offset
             if count < max_records and req_last > last_cached:
                 self._new_batch(
@@ -708,11 +846,19 @@ class SharePartition:
         while i < len(batches) and batches[i].first_offset <= last:
             b = batches[i]
             f, l_ = max(b.first_offset, first), min(b.last_offset, last)
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state == _AVAILABLE:
                     out.append((f, l_))
             else:
-                out.extend(_runs(o for o in range(f, l_ + 1) if b.offset_state[o].state == _AVAILABLE))
+                here: list[tuple[int, int]] = []
+                for r in _runs_in(b.runs, f, l_):
+                    if r.state == _AVAILABLE:
+                        a, z = max(r.first, f), min(r.last, l_)
+                        if here and here[-1][1] + 1 == a:
+                            here[-1] = (here[-1][0], z)
+                        else:
+                            here.append((a, z))
+                out.extend(here)
             i += 1
         return tuple(out)
 
@@ -802,6 +948,7 @@ class SharePartition:
         cache = self._batches
         firsts = self._firsts
         touched: list[tuple[int, int]] = []
+        touched_max = -1  # the highest offset in ``touched``: a range above it overlaps none
         whole_touched: set[int] = set()  # batches transitioned whole earlier in this request
         any_touched = False
         for first, last, types in batches:
@@ -825,8 +972,8 @@ class SharePartition:
             for b in cache[lo:hi]:
                 if b.last_offset < start:
                     continue
-                os_ = b.offset_state
-                if os_ is None:
+                runs = b.runs
+                if runs is None:
                     if b.member_id != member_id or b.first_offset in whole_touched:
                         # (a batch this request already transitioned whole has no owner any more)
                         raise ShareError(INVALID_RECORD_STATE, "Member is not the owner of batch record.")
@@ -842,17 +989,22 @@ class SharePartition:
                 else:
                     t_first = max(b.first_offset, first, start)
                     t_last = min(b.last_offset, last)
-                    for o in range(t_first, t_last + 1):
-                        s = os_[o]
-                        if s.state != _ACQUIRED:
-                            raise ShareError(INVALID_RECORD_STATE, f"The record {o} cannot be acknowledged. The state is not acquired.")
-                        if s.member_id != member_id:
-                            raise ShareError(INVALID_RECORD_STATE, f"Member is not the owner of record {o}.")
+                    if t_first <= t_last:
+                        for r in _runs_in(runs, t_first, t_last):
+                            if r.state != _ACQUIRED:
+                                o = max(r.first, t_first)
+                                raise ShareError(INVALID_RECORD_STATE, f"The record {o} cannot be acknowledged. The state is not acquired.")
+                            if r.member_id != member_id:
+                                o = max(r.first, t_first)
+                                raise ShareError(INVALID_RECORD_STATE, f"Member is not the owner of record {o}.")
                 if t_first > t_last:
                     continue
-                for a, z in touched:
-                    if a <= t_last and t_first <= z:
-                        raise ShareError(INVALID_RECORD_STATE, f"Records {max(a, t_first)}-{min(z, t_last)} are acknowledged twice in one request.")
+                if t_first <= touched_max:  # out of order: check every earlier range (rare)
+                    for a, z in touched:
+                        if a <= t_last and t_first <= z:
+                            raise ShareError(INVALID_RECORD_STATE, f"Records {max(a, t_first)}-{min(z, t_last)} are acknowledged twice in one request.")
+                if t_last > touched_max:
+                    touched_max = t_last
                 touched.append((t_first, t_last))
                 any_touched = True
         if not any_touched:
@@ -860,7 +1012,7 @@ class SharePartition:
         return RecordsAcknowledged(
             *self._ids(),
             member_id=member_id,
-            batches=tuple(AckBatch(int(f), int(l_), tuple(int(t) for t in ts)) for f, l_, ts in batches),
+            batches=tuple(AckBatch(int(f), int(l_), tuple(map(int, ts))) for f, l_, ts in batches),
             renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
         )
 
@@ -920,18 +1072,25 @@ class SharePartition:
             while i < len(batches) and batches[i].first_offset <= last:
                 b = batches[i]
                 f, l_ = max(b.first_offset, first), min(b.last_offset, last)
-                os_ = b.offset_state
-                if os_ is None:
+                runs = b.runs
+                if runs is None:
                     out.append(StateRange(f, l_, b.state, b.delivery_count, b.member_id or None, b.deadline_ms))
                 else:
-                    run_first = f
-                    cur = os_[f].as_tuple()
-                    for o in range(f + 1, l_ + 2):
-                        nxt = os_[o].as_tuple() if o <= l_ else None
-                        if nxt != cur:
-                            st_, dc, mem, dl = cur  # type: ignore[misc]
-                            out.append(StateRange(run_first, o - 1, st_, dc, mem or None, dl))
-                            run_first, cur = o, nxt
+                    prev: Optional[_Run] = None  # runs are kept merged; merge again to be safe
+                    for r in _runs_in(runs, f, l_):
+                        a, z = max(r.first, f), min(r.last, l_)
+                        if (
+                            prev is not None
+                            and prev.state == r.state
+                            and prev.delivery_count == r.delivery_count
+                            and prev.member_id == r.member_id
+                            and prev.deadline_ms == r.deadline_ms
+                        ):
+                            last_sr = out[-1]
+                            out[-1] = StateRange(last_sr.first_offset, z, last_sr.state, last_sr.delivery_count, last_sr.member_id, last_sr.lock_deadline_ms)
+                        else:
+                            out.append(StateRange(a, z, r.state, r.delivery_count, r.member_id or None, r.deadline_ms))
+                        prev = r
                 i += 1
         return tuple(out)
 
@@ -1044,12 +1203,12 @@ class SharePartition:
         :meth:`next_lock_deadline_ms` has passed."""
         ranges: list[tuple[int, int]] = []
         for b in self._batches:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state == _ACQUIRED and b.deadline_ms <= now_ms:  # type: ignore[operator]
                     ranges.append((b.first_offset, b.last_offset))
             else:
-                ranges.extend(_runs(o for o, s in os_.items() if s.state == _ACQUIRED and s.deadline_ms <= now_ms))  # type: ignore[operator]
+                ranges.extend(_merged((r.first, r.last) for r in runs if r.state == _ACQUIRED and r.deadline_ms <= now_ms))  # type: ignore[operator]
         if not ranges:
             return []
         ev = AcquisitionLocksExpired(*self._ids(), now_ms=now_ms, ranges=tuple(ranges))
@@ -1069,18 +1228,18 @@ class SharePartition:
         """
         ranges: list[tuple[int, int]] = []
         for b in self._batches:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state == _ACQUIRED and b.member_id == member_id:
                     ranges.append((b.first_offset, b.last_offset))
                 continue
-            mine: list[int] = []
-            for o, s in os_.items():
-                if s.state == _ACQUIRED:
-                    if s.member_id != member_id:
+            mine: list[tuple[int, int]] = []
+            for r in runs:
+                if r.state == _ACQUIRED:
+                    if r.member_id != member_id:
                         break
-                    mine.append(o)
-            ranges.extend(_runs(mine))
+                    mine.append((r.first, r.last))
+            ranges.extend(_merged(mine))
         if not ranges:
             return []
         ev = MemberRecordsReleased(
@@ -1157,18 +1316,14 @@ class SharePartition:
             if i < 0:
                 continue
             b = batches[i]
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state != _AVAILABLE:
                     continue
                 if first == b.first_offset and last == b.last_offset:
                     b.state = _ARCHIVED
                     continue
                 b.explode()
-            os_ = b.offset_state
-            for o in range(first, min(last, b.last_offset) + 1):
-                s = os_[o]  # type: ignore[index]
-                if s.state == _AVAILABLE:
-                    s.state = _ARCHIVED
+            _update_runs(b.runs, first, min(last, b.last_offset), _AVAILABLE, _archive_run)  # type: ignore[arg-type]
 
     def _apply_acquired(self, ev) -> None:
         if getattr(ev, "stale_ranges", ()):
@@ -1183,20 +1338,21 @@ class SharePartition:
             i = bisect_right(firsts, first) - 1
             if i >= 0 and batches[i].last_offset >= first:
                 b = batches[i]
-                if b.offset_state is None and first == b.first_offset and last == b.last_offset:
+                if b.runs is None and first == b.first_offset and last == b.last_offset:
                     b.state = _ACQUIRED
                     b.delivery_count += 1
                     b.member_id = member
                     b.deadline_ms = deadline
                 else:
-                    os_ = b.explode()
-                    for o in range(first, last + 1):
-                        s = os_[o]
-                        if s.state == _AVAILABLE:
-                            s.state = _ACQUIRED
-                            s.delivery_count += 1
-                            s.member_id = member
-                            s.deadline_ms = deadline
+
+                    def acquire(r: _Run) -> bool:
+                        r.state = _ACQUIRED
+                        r.delivery_count += 1
+                        r.member_id = member
+                        r.deadline_ms = deadline
+                        return False
+
+                    _update_runs(b.explode(), first, min(last, b.last_offset), _AVAILABLE, acquire)
             else:
                 was_empty = not batches
                 nb = InFlightBatch(first, last, _ACQUIRED, 1, member, deadline)
@@ -1248,7 +1404,7 @@ class SharePartition:
             for b in cache[lo:hi]:
                 if b.last_offset < start:
                     continue
-                if b.offset_state is None:
+                if b.runs is None:
                     if not (first > b.first_offset or last < b.last_offset or multi or b.first_offset < start <= b.last_offset):
                         if b.state == _ACQUIRED and self._ack_transition(b, t0, renew_deadline):
                             released = True
@@ -1256,14 +1412,28 @@ class SharePartition:
                     if b.state != _ACQUIRED:
                         continue
                     b.explode()
-                os_ = b.offset_state
-                for o in range(max(b.first_offset, first, start), min(b.last_offset, last) + 1):
-                    s = os_[o]  # type: ignore[index]
-                    if s.state == _ACQUIRED and self._ack_transition(s, types[o - first] if multi else t0, renew_deadline):
+                runs = b.runs
+                a = max(b.first_offset, first, start)
+                z = min(b.last_offset, last)
+                if a > z:
+                    continue
+                if not multi:
+                    if _update_runs(runs, a, z, _ACQUIRED, self._ack_fn(t0, renew_deadline)):  # type: ignore[arg-type]
                         released = True
+                    continue
+                o = a  # per-offset types: one update per run of equal types
+                for t, same in groupby(types[a - first : z - first + 1]):
+                    n = len(list(same))
+                    if _update_runs(runs, o, o + n - 1, _ACQUIRED, self._ack_fn(t, renew_deadline)):  # type: ignore[arg-type]
+                        released = True
+                    o += n
         if released:
             self.find_next_fetch_offset = True
         self._maybe_update_cached_state_and_offsets()
+
+    def _ack_fn(self, t: int, renew_deadline: Optional[int]) -> Callable[[InFlightState], bool]:
+        """:meth:`_ack_transition` of type ``t`` as a one-argument function (for :func:`_update_runs`)."""
+        return lambda s: self._ack_transition(s, t, renew_deadline)
 
     def _release_state(self, s: InFlightState, below_start: bool, decrement: bool = False) -> bool:
         if below_start or (not decrement and s.delivery_count >= self.delivery_count_limit):
@@ -1288,7 +1458,7 @@ class SharePartition:
             if i < 0:
                 continue
             b = cache[i]
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state != _ACQUIRED:
                     continue
                 if first == b.first_offset and last == b.last_offset and not (b.first_offset < start <= b.last_offset):
@@ -1296,10 +1466,13 @@ class SharePartition:
                         released = True
                     continue
                 b.explode()
-            os_ = b.offset_state
-            for o in range(first, min(last, b.last_offset) + 1):
-                s = os_[o]  # type: ignore[index]
-                if s.state == _ACQUIRED and self._release_state(s, o < start, decrement):
+            runs = b.runs
+            last = min(last, b.last_offset)
+            if first < start:  # the part below the start offset is archived
+                if _update_runs(runs, first, min(last, start - 1), _ACQUIRED, lambda s: self._release_state(s, True, decrement)):  # type: ignore[arg-type]
+                    released = True
+            if last >= start:
+                if _update_runs(runs, max(first, start), last, _ACQUIRED, lambda s: self._release_state(s, False, decrement)):  # type: ignore[arg-type]
                     released = True
         if released:
             self.find_next_fetch_offset = True
@@ -1314,8 +1487,8 @@ class SharePartition:
         for b in self._batches:
             if b.first_offset >= lso:
                 break
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state != _AVAILABLE:
                     continue
                 if b.last_offset < lso:
@@ -1323,13 +1496,8 @@ class SharePartition:
                     b.member_id = EMPTY_MEMBER_ID
                     b.deadline_ms = None
                     continue
-                os_ = b.explode()
-            for o in range(b.first_offset, min(b.last_offset, lso - 1) + 1):
-                s = os_[o]
-                if s.state == _AVAILABLE:
-                    s.state = _ARCHIVED
-                    s.member_id = EMPTY_MEMBER_ID
-                    s.deadline_ms = None
+                runs = b.explode()
+            _update_runs(runs, b.first_offset, min(b.last_offset, lso - 1), _AVAILABLE, _archive_run_clear)
         self.start_offset = lso
         self.end_offset = max(self.end_offset, lso)
 
@@ -1348,29 +1516,30 @@ class SharePartition:
         if i < 0:
             return
         e = cache[i]
-        if e.offset_state is None:
+        eruns = e.runs
+        if eruns is None:
             if not self._terminal(e.state):
                 return
         elif start <= e.last_offset:
-            if not self._terminal(e.offset_state[start].state):
+            if not self._terminal(eruns[_run_index(eruns, start)].state):
                 return
         else:
-            if not all(self._terminal(s.state) for s in e.offset_state.values()):
+            if not all(self._terminal(r.state) for r in eruns):
                 return
         last_ack = -1
         done = False
         for b in cache:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if not self._terminal(b.state):
                     break
                 last_ack = b.last_offset
             else:
-                for o, s in os_.items():
-                    if not self._terminal(s.state):
+                for r in runs:
+                    if not self._terminal(r.state):
                         done = True
                         break
-                    last_ack = o
+                    last_ack = r.last
                 if done:
                     break
         if last_ack == -1:
