@@ -225,63 +225,60 @@ def _run_index(runs: list[_Run], offset: int) -> int:
     return bisect_right(runs, offset, key=_FIRST) - 1
 
 
-def _merge_runs(runs: list[_Run], lo: int, hi: int) -> None:
-    """Merge equal neighbours among ``runs[lo..hi]`` (indices clipped to the list)."""
-    k = min(hi, len(runs) - 1)
-    lo = max(lo, 0)
-    while k > lo:
-        a = runs[k - 1]
-        b = runs[k]
-        if a.state == b.state and a.delivery_count == b.delivery_count and a.member_id == b.member_id and a.deadline_ms == b.deadline_ms:
-            a.last = b.last
-            del runs[k]
-        k -= 1
-
-
-def _update_runs(runs: list[_Run], first: int, last: int, want: int, fn: Callable[[_Run], bool]) -> bool:
-    """Apply ``fn`` to the parts of ``runs`` within ``[first, last]`` whose state is ``want``,
-    splitting runs at ``first`` and ``last + 1`` as needed, then merge equal neighbours again.
-    Returns whether any ``fn`` call returned True. O(log runs + runs reached)."""
-    if first > last:
-        return False
-    i = bisect_right(runs, first, key=_FIRST) - 1
-    if i < 0:
-        i = 0
-    lo = i
-    n = len(runs)
+def _rebuild_runs(old: list[_Run], parts: list[tuple[int, int, object]], want: int, fn: Callable[[_Run, object], bool]) -> tuple[list[_Run], bool]:
+    """New runs for a batch whose runs are ``old``: each part ``(first, last, arg)`` (ascending,
+    disjoint, inside the batch) changes its offsets whose state is ``want`` with ``fn(run, arg)``
+    (on a fresh run it may modify; returns whether to report a change). Runs are never modified
+    once in a batch (batch copies share them), so this builds a new list: untouched runs are
+    reused, equal neighbours merged. Returns ``(runs, any fn returned True)``. O(runs + parts)."""
+    new: list[_Run] = []
     changed = False
-    touched = False
-    while i < n:
-        r = runs[i]
-        if r.first > last:
-            break
-        if r.state == want and r.last >= first:
-            if r.first < first:
-                nr = _Run(first, r.last, r.state, r.delivery_count, r.member_id, r.deadline_ms)
-                r.last = first - 1
-                i += 1
-                n += 1
-                runs.insert(i, nr)
-                r = nr
-            if r.last > last:
-                runs.insert(i + 1, _Run(last + 1, r.last, r.state, r.delivery_count, r.member_id, r.deadline_ms))
-                r.last = last
-                n += 1
-            if fn(r):
-                changed = True
-            touched = True
-        i += 1
-    if touched:
-        _merge_runs(runs, lo - 1, i)
-    return changed
+    np_ = len(parts)
+    pi = 0
+
+    def emit(r: _Run) -> None:
+        if new:
+            p = new[-1]
+            if p.state == r.state and p.delivery_count == r.delivery_count and p.member_id == r.member_id and p.deadline_ms == r.deadline_ms:
+                new[-1] = _Run(p.first, r.last, p.state, p.delivery_count, p.member_id, p.deadline_ms)
+                return
+        new.append(r)
+
+    for r in old:
+        rl = r.last
+        if pi >= np_ or parts[pi][0] > rl:
+            emit(r)
+            continue
+        pos = r.first
+        while pi < np_:
+            a, z, arg = parts[pi]
+            if a > rl:
+                break
+            if a > pos:
+                emit(_Run(pos, a - 1, r.state, r.delivery_count, r.member_id, r.deadline_ms))
+            elif a < pos:
+                a = pos
+            zz = z if z < rl else rl
+            if zz >= a:
+                nr = _Run(a, zz, r.state, r.delivery_count, r.member_id, r.deadline_ms)
+                if r.state == want and fn(nr, arg):
+                    changed = True
+                emit(nr)
+                pos = zz + 1
+            if z > rl:
+                break  # the part goes on in the next run
+            pi += 1
+        if pos <= rl:
+            emit(_Run(pos, rl, r.state, r.delivery_count, r.member_id, r.deadline_ms))
+    return new, changed
 
 
-def _archive_run(r: InFlightState) -> bool:
+def _archive_run(r: InFlightState, _arg: object = None) -> bool:
     r.state = _ARCHIVED
     return False
 
 
-def _archive_run_clear(r: InFlightState) -> bool:
+def _archive_run_clear(r: InFlightState, _arg: object = None) -> bool:
     r.state = _ARCHIVED
     r.member_id = EMPTY_MEMBER_ID
     r.deadline_ms = None
@@ -344,8 +341,7 @@ class InFlightBatch(InFlightState):
     def copy(self) -> "InFlightBatch":
         """An independent copy (per-offset states copied too)."""
         c = InFlightBatch(self.first_offset, self.last_offset, self.state, self.delivery_count, self.member_id, self.deadline_ms)
-        if self.runs is not None:
-            c.runs = [_Run(r.first, r.last, r.state, r.delivery_count, r.member_id, r.deadline_ms) for r in self.runs]
+        c.runs = self.runs  # never modified in place: a change builds a new list (_rebuild_runs)
         return c
 
     def as_tuple(self):  # type: ignore[override]
@@ -395,6 +391,49 @@ def _runs(offsets: Iterable[int]) -> list[tuple[int, int]]:
     return out
 
 
+def _slot_constructor(cls: type, fields: tuple[str, ...]) -> Callable[..., object]:
+    """A constructor of the frozen slots dataclass ``cls`` taking ``fields`` positionally that
+    writes the slots through their descriptors: the same object as ``cls(*values)`` (whose
+    generated ``__init__`` writes each field through ``object.__setattr__``), at half the cost;
+    for the outcome and acknowledgement entries a mixed acknowledgement makes by the hundred.
+    ``cls`` must have no ``__post_init__`` and no defaults the caller leaves out."""
+    assert not hasattr(cls, "__post_init__")
+    setters = [cls.__dict__[f].__set__ for f in fields]
+    new = object.__new__
+    if len(fields) == 3:
+        s0, s1, s2 = setters
+
+        def make3(a, b, c):
+            o = new(cls)
+            s0(o, a)
+            s1(o, b)
+            s2(o, c)
+            return o
+
+        return make3
+    s0, s1, s2, s3, s4, s5 = setters
+
+    def make6(a, b, c, d, e, f):
+        o = new(cls)
+        s0(o, a)
+        s1(o, b)
+        s2(o, c)
+        s3(o, d)
+        s4(o, e)
+        s5(o, f)
+        return o
+
+    return make6
+
+
+_new_state_range = _slot_constructor(
+    StateRange, ("first_offset", "last_offset", "state", "delivery_count", "member_id", "lock_deadline_ms")
+)
+_new_ack_batch = _slot_constructor(AckBatch, ("first_offset", "last_offset", "acknowledge_types"))
+#: the types tuple of a single-type acknowledgement batch, shared
+_ONE_TYPE = {t: (t,) for t in _VALID_ACK_TYPES}
+
+
 def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """Ascending non-overlapping inclusive ranges with contiguous neighbours merged."""
     out: list[tuple[int, int]] = []
@@ -436,6 +475,8 @@ class SharePartition:
         "find_next_fetch_offset",
         "_batches",
         "_firsts",
+        "_decided",
+        "_version",
     )
 
     def __init__(
@@ -460,6 +501,11 @@ class SharePartition:
         self.find_next_fetch_offset = False
         self._batches: list[InFlightBatch] = []
         self._firsts: list[int] = []
+        # (event, state after it, _version it was decided at) of the last decision: ``apply`` of
+        # that very event on the unchanged partition adopts the state the decider already
+        # computed for the outcome instead of recomputing it (a cache, not state).
+        self._decided: Optional[tuple[DomainEvent, "SharePartition", int]] = None
+        self._version = 0  # bumped by every apply
 
     # ------------------------------------------------------------------ queries
 
@@ -677,7 +723,7 @@ class SharePartition:
                 evicted = batches[-1][1] + 1
             elif after._firsts[0] != batches[0][0]:
                 evicted = after._firsts[0]
-        return [replace(ev, start_offset_after=after.start_offset, end_offset_after=after.end_offset, evicted_below=evicted)]
+        return [self._decided_as(replace(ev, start_offset_after=after.start_offset, end_offset_after=after.end_offset, evicted_below=evicted), after)]
 
     def decide_acquire(
         self,
@@ -934,14 +980,15 @@ class SharePartition:
         if not batches:
             return None
         has_renew = False
+        valid = _VALID_ACK_TYPES
         for first, last, types in batches:
             if first > last or not types or (len(types) > 1 and len(types) != last - first + 1):
                 raise ShareError(INVALID_REQUEST, f"malformed acknowledgement batch {first}-{last} with {len(types)} types")
-            for t in types:
-                if t not in _VALID_ACK_TYPES:
-                    raise ShareError(INVALID_REQUEST, f"invalid acknowledge type {t}")
-                if t == _RENEW:
-                    has_renew = True
+            if not valid.issuperset(types):
+                t = next(t for t in types if t not in valid)
+                raise ShareError(INVALID_REQUEST, f"invalid acknowledge type {t}")
+            if not has_renew and _RENEW in types:
+                has_renew = True
         if has_renew and lock_duration_ms is None:
             raise ShareError(INVALID_REQUEST, "RENEW needs the record lock duration")
         start = self.start_offset
@@ -969,34 +1016,40 @@ class SharePartition:
             if last > cache[hi - 1].last_offset:
                 raise ShareError(INVALID_REQUEST, "The last offset in request is past acquired records.")
             multi = len(types) > 1
-            for b in cache[lo:hi]:
-                if b.last_offset < start:
+            for bi in range(lo, hi):
+                b = cache[bi]
+                b_first = b.first_offset
+                b_last = b.last_offset
+                if b_last < start:
                     continue
+                # the part of the batch this acknowledgement batch reaches
+                t_first = b_first if b_first >= first else first
+                if t_first < start:
+                    t_first = start
+                t_last = b_last if b_last <= last else last
                 runs = b.runs
                 if runs is None:
-                    if b.member_id != member_id or b.first_offset in whole_touched:
+                    if b.member_id != member_id or b_first in whole_touched:
                         # (a batch this request already transitioned whole has no owner any more)
                         raise ShareError(INVALID_RECORD_STATE, "Member is not the owner of batch record.")
                     if b.state != _ACQUIRED:
                         raise ShareError(INVALID_RECORD_STATE, "The batch cannot be acknowledged. The state is not acquired.")
-                    per = first > b.first_offset or last < b.last_offset or multi or b.first_offset < start <= b.last_offset
-                    if per:
-                        t_first = max(b.first_offset, first, start)
-                        t_last = min(b.last_offset, last)
-                    else:
-                        t_first, t_last = b.first_offset, b.last_offset
-                        whole_touched.add(b.first_offset)
-                else:
-                    t_first = max(b.first_offset, first, start)
-                    t_last = min(b.last_offset, last)
-                    if t_first <= t_last:
-                        for r in _runs_in(runs, t_first, t_last):
-                            if r.state != _ACQUIRED:
-                                o = max(r.first, t_first)
-                                raise ShareError(INVALID_RECORD_STATE, f"The record {o} cannot be acknowledged. The state is not acquired.")
-                            if r.member_id != member_id:
-                                o = max(r.first, t_first)
-                                raise ShareError(INVALID_RECORD_STATE, f"Member is not the owner of record {o}.")
+                    if not (first > b_first or last < b_last or multi or b_first < start <= b_last):
+                        t_first, t_last = b_first, b_last
+                        whole_touched.add(b_first)
+                elif t_first <= t_last:
+                    ri = bisect_right(runs, t_first, key=_FIRST) - 1
+                    while True:
+                        r = runs[ri]
+                        if r.state != _ACQUIRED:
+                            o = r.first if r.first > t_first else t_first
+                            raise ShareError(INVALID_RECORD_STATE, f"The record {o} cannot be acknowledged. The state is not acquired.")
+                        if r.member_id != member_id:
+                            o = r.first if r.first > t_first else t_first
+                            raise ShareError(INVALID_RECORD_STATE, f"Member is not the owner of record {o}.")
+                        if r.last >= t_last:
+                            break
+                        ri += 1
                 if t_first > t_last:
                     continue
                 if t_first <= touched_max:  # out of order: check every earlier range (rare)
@@ -1012,7 +1065,12 @@ class SharePartition:
         return RecordsAcknowledged(
             *self._ids(),
             member_id=member_id,
-            batches=tuple(AckBatch(int(f), int(l_), tuple(map(int, ts))) for f, l_, ts in batches),
+            batches=tuple(
+                [
+                    _new_ack_batch(int(f), int(l_), _ONE_TYPE[int(ts[0])] if len(ts) == 1 else tuple(map(int, ts)))
+                    for f, l_, ts in batches
+                ]
+            ),
             renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
         )
 
@@ -1023,7 +1081,14 @@ class SharePartition:
             setattr(c, name, getattr(self, name))
         c._batches = list(self._batches)
         c._firsts = list(self._firsts)
+        c._decided = None
         return c
+
+    def _decided_as(self, ev: DomainEvent, after: "SharePartition") -> DomainEvent:
+        """Remember that applying ``ev`` to this partition, as it is now, gives ``after`` (a
+        private copy the decider applied ``ev`` to); returns ``ev``."""
+        self._decided = (ev, after, self._version)
+        return ev
 
     def clone(self) -> "SharePartition":
         """An independent copy of the whole state (O(batches + exploded offsets))."""
@@ -1037,14 +1102,28 @@ class SharePartition:
         the ranges reach are copied deeply, the others are shared (they are only read until the
         copy is dropped). O(batches) for the lists, deep copies only of the batches reached."""
         c = self._shallow_clone()
-        copied: set[int] = set()
         firsts = self._firsts
+        batches = self._batches
+        cb = c._batches
+        copied_hi = -1  # batches[..copied_hi] already looked at (ranges mostly come ascending)
+        copied: set[int] = set()
         for first, last in ranges:
-            lo = max(0, bisect_right(firsts, first) - 1)
-            for idx in range(lo, bisect_right(firsts, last)):
-                if idx not in copied:
-                    c._batches[idx] = self._batches[idx].copy()
+            lo = bisect_right(firsts, first) - 1
+            if lo < 0:
+                lo = 0
+            hi = bisect_right(firsts, last)
+            if lo > copied_hi:
+                for idx in range(lo, hi):
+                    cb[idx] = batches[idx].copy()
                     copied.add(idx)
+                copied_hi = hi - 1
+                continue
+            for idx in range(lo, hi):
+                if idx not in copied:
+                    cb[idx] = batches[idx].copy()
+                    copied.add(idx)
+            if hi - 1 > copied_hi:
+                copied_hi = hi - 1
         return c
 
     def _clone_for_acknowledgements(self, ack_batches: Sequence[tuple[int, int, Sequence[int]]]) -> "SharePartition":
@@ -1074,23 +1153,18 @@ class SharePartition:
                 f, l_ = max(b.first_offset, first), min(b.last_offset, last)
                 runs = b.runs
                 if runs is None:
-                    out.append(StateRange(f, l_, b.state, b.delivery_count, b.member_id or None, b.deadline_ms))
-                else:
-                    prev: Optional[_Run] = None  # runs are kept merged; merge again to be safe
-                    for r in _runs_in(runs, f, l_):
-                        a, z = max(r.first, f), min(r.last, l_)
-                        if (
-                            prev is not None
-                            and prev.state == r.state
-                            and prev.delivery_count == r.delivery_count
-                            and prev.member_id == r.member_id
-                            and prev.deadline_ms == r.deadline_ms
-                        ):
-                            last_sr = out[-1]
-                            out[-1] = StateRange(last_sr.first_offset, z, last_sr.state, last_sr.delivery_count, last_sr.member_id, last_sr.lock_deadline_ms)
-                        else:
-                            out.append(StateRange(a, z, r.state, r.delivery_count, r.member_id or None, r.deadline_ms))
-                        prev = r
+                    out.append(_new_state_range(f, l_, b.state, b.delivery_count, b.member_id or None, b.deadline_ms))
+                else:  # runs are maximal (equal neighbours merged), so each is one outcome range
+                    ri = bisect_right(runs, f, key=_FIRST) - 1
+                    nr = len(runs)
+                    while ri < nr:
+                        r = runs[ri]
+                        a = r.first
+                        if a > l_:
+                            break
+                        z = r.last
+                        out.append(_new_state_range(a if a > f else f, z if z < l_ else l_, r.state, r.delivery_count, r.member_id or None, r.deadline_ms))
+                        ri += 1
                 i += 1
         return tuple(out)
 
@@ -1113,13 +1187,14 @@ class SharePartition:
         kind can shrink the cache (``evicts``) — :meth:`_evicted_below`."""
         after = self._clone_reaching(touched)
         after.apply(ev)
-        return replace(
+        final = replace(
             ev,
             outcome=after._state_ranges(touched),
             start_offset_after=after.start_offset,
             end_offset_after=after.end_offset,
             evicted_below=self._evicted_below(after) if evicts else None,
         )
+        return self._decided_as(final, after)
 
     def decide_share_fetch(
         self,
@@ -1194,7 +1269,7 @@ class SharePartition:
             end_offset_after=after.end_offset,
             evicted_below=evicted,
         )
-        return ShareFetchDecision([ev], acquired, ack_error, fetch_offset)
+        return ShareFetchDecision([self._decided_as(ev, after)], acquired, ack_error, fetch_offset)
 
     def decide_expire_locks(self, now_ms: int) -> list[DomainEvent]:
         """Decide the acquisition-lock timeouts due at ``now_ms`` (absolute ms): every ACQUIRED
@@ -1269,6 +1344,24 @@ class SharePartition:
         """
         if (event.group_id, event.topic_id, event.partition) != (self.group_id, self.topic_id, self.partition):  # type: ignore[attr-defined]
             raise ValueError(f"event for another share-partition: {event!r}")
+        decided = self._decided
+        if decided is not None:
+            self._decided = None
+            if decided[0] is event and decided[2] == self._version:
+                # the event this partition just decided, on the state it was decided on: take
+                # the state the decider computed by applying it (same rules, same result)
+                after = decided[1]
+                self.delivery_count_limit = after.delivery_count_limit
+                self.max_in_flight_records = after.max_in_flight_records
+                self.start_offset = after.start_offset
+                self.end_offset = after.end_offset
+                self.state_epoch = after.state_epoch
+                self.find_next_fetch_offset = after.find_next_fetch_offset
+                self._batches = after._batches
+                self._firsts = after._firsts
+                self._version += 1
+                return self
+        self._version += 1
         kind = type(event)
         if kind is RecordsAcquired:
             self._apply_acquired(event)  # type: ignore[arg-type]
@@ -1311,6 +1404,7 @@ class SharePartition:
         non-exploded batch at once, else per offset (Kafka ``archiveRecords``)."""
         batches = self._batches
         firsts = self._firsts
+        parts: dict[int, tuple[InFlightBatch, list]] = {}
         for first, last in ranges:
             i = bisect_right(firsts, first) - 1
             if i < 0:
@@ -1323,7 +1417,10 @@ class SharePartition:
                     b.state = _ARCHIVED
                     continue
                 b.explode()
-            _update_runs(b.runs, first, min(last, b.last_offset), _AVAILABLE, _archive_run)  # type: ignore[arg-type]
+            parts.setdefault(id(b), (b, []))[1].append((first, min(last, b.last_offset), None))
+        for b, got in parts.values():
+            got.sort()
+            b.runs = _rebuild_runs(b.runs, got, _AVAILABLE, _archive_run)[0]  # type: ignore[arg-type]
 
     def _apply_acquired(self, ev) -> None:
         if getattr(ev, "stale_ranges", ()):
@@ -1334,6 +1431,7 @@ class SharePartition:
         deadline = ev.lock_deadline_ms
         batches = self._batches
         firsts = self._firsts
+        parts: dict[int, tuple[InFlightBatch, list]] = {}  # exploded batches: their acquired parts
         for first, last in ev.ranges:
             i = bisect_right(firsts, first) - 1
             if i >= 0 and batches[i].last_offset >= first:
@@ -1344,15 +1442,11 @@ class SharePartition:
                     b.member_id = member
                     b.deadline_ms = deadline
                 else:
-
-                    def acquire(r: _Run) -> bool:
-                        r.state = _ACQUIRED
-                        r.delivery_count += 1
-                        r.member_id = member
-                        r.deadline_ms = deadline
-                        return False
-
-                    _update_runs(b.explode(), first, min(last, b.last_offset), _AVAILABLE, acquire)
+                    b.explode()
+                    got = parts.get(id(b))
+                    if got is None:
+                        got = parts[id(b)] = (b, [])
+                    got[1].append((first, last if last < b.last_offset else b.last_offset, None))
             else:
                 was_empty = not batches
                 nb = InFlightBatch(first, last, _ACQUIRED, 1, member, deadline)
@@ -1365,6 +1459,18 @@ class SharePartition:
                 if was_empty:
                     self.start_offset = max(self.start_offset, first)
                 self.end_offset = max(self.end_offset, last)  # a batch filling a hole keeps the end
+        if parts:
+
+            def acquire(r: _Run, _arg: object) -> bool:
+                r.state = _ACQUIRED
+                r.delivery_count += 1
+                r.member_id = member
+                r.deadline_ms = deadline
+                return False
+
+            for b, got in parts.values():
+                got.sort()
+                b.runs = _rebuild_runs(b.runs, got, _AVAILABLE, acquire)[0]  # type: ignore[arg-type]
 
     def _ack_transition(self, s: InFlightState, t: int, renew_deadline: Optional[int]) -> bool:
         """Apply acknowledge type ``t`` to an ACQUIRED state; True if it became AVAILABLE."""
@@ -1387,53 +1493,134 @@ class SharePartition:
         return became_available
 
     def _apply_acknowledged(self, ev) -> None:
+        # Kafka acknowledge: a batch covered whole by one single-type acknowledgement batch moves
+        # whole; otherwise it is exploded and each ACQUIRED offset in the acknowledged ranges
+        # moves. The parts each batch gets are collected first and the batch's runs rebuilt in
+        # one pass (:meth:`_ack_runs`): O(runs + parts) per batch, not O(parts × log runs).
         ack_batches = ev.batches if type(ev) is RecordsAcknowledged else ev.acknowledgements
         start = self.start_offset
         cache = self._batches
         firsts = self._firsts
+        ncache = len(cache)
         renew_deadline = ev.renew_deadline_ms
         released = False
-        for first, last, types in ack_batches:
+        parts: dict[int, list[tuple[int, int, int]]] = {}  # batch index -> (first, last, type)
+        for ab in ack_batches:
+            if type(ab) is AckBatch:
+                first, last, types = ab.first_offset, ab.last_offset, ab.acknowledge_types
+            else:
+                first, last, types = ab
             if last < start:
                 continue
             fi = bisect_right(firsts, first) - 1
-            lo = fi if fi >= 0 else bisect_left(firsts, first)
-            hi = bisect_right(firsts, last)
+            idx = fi if fi >= 0 else bisect_left(firsts, first)
             multi = len(types) > 1
             t0 = types[0]
-            for b in cache[lo:hi]:
-                if b.last_offset < start:
+            while idx < ncache:
+                b = cache[idx]
+                b_first = b.first_offset
+                if b_first > last:
+                    break
+                i_ = idx
+                idx += 1
+                b_last = b.last_offset
+                if b_last < start or b_last < first:
                     continue
-                if b.runs is None:
-                    if not (first > b.first_offset or last < b.last_offset or multi or b.first_offset < start <= b.last_offset):
+                if b.runs is None and i_ not in parts:
+                    if not (first > b_first or last < b_last or multi or b_first < start <= b_last):
                         if b.state == _ACQUIRED and self._ack_transition(b, t0, renew_deadline):
                             released = True
                         continue
                     if b.state != _ACQUIRED:
                         continue
-                    b.explode()
-                runs = b.runs
-                a = max(b.first_offset, first, start)
-                z = min(b.last_offset, last)
+                a = b_first if b_first >= first else first
+                if a < start:
+                    a = start
+                z = b_last if b_last <= last else last
                 if a > z:
                     continue
+                got = parts.get(i_)
+                if got is None:
+                    got = parts[i_] = []
                 if not multi:
-                    if _update_runs(runs, a, z, _ACQUIRED, self._ack_fn(t0, renew_deadline)):  # type: ignore[arg-type]
-                        released = True
+                    got.append((a, z, t0))
                     continue
-                o = a  # per-offset types: one update per run of equal types
+                o = a  # per-offset types: one part per run of equal types
                 for t, same in groupby(types[a - first : z - first + 1]):
                     n = len(list(same))
-                    if _update_runs(runs, o, o + n - 1, _ACQUIRED, self._ack_fn(t, renew_deadline)):  # type: ignore[arg-type]
-                        released = True
+                    got.append((o, o + n - 1, t))
                     o += n
+        for i_, got in parts.items():
+            if self._ack_runs(cache[i_], got, renew_deadline):
+                released = True
         if released:
             self.find_next_fetch_offset = True
         self._maybe_update_cached_state_and_offsets()
 
-    def _ack_fn(self, t: int, renew_deadline: Optional[int]) -> Callable[[InFlightState], bool]:
-        """:meth:`_ack_transition` of type ``t`` as a one-argument function (for :func:`_update_runs`)."""
-        return lambda s: self._ack_transition(s, t, renew_deadline)
+    def _ack_runs(self, b: InFlightBatch, parts: list[tuple[int, int, int]], renew_deadline: Optional[int]) -> bool:
+        """Explode ``b`` if needed and apply the acknowledgement ``parts`` (disjoint ``(first, last,
+        type)`` inside ``b``) to its ACQUIRED offsets, rebuilding the runs in one merge pass
+        (equal neighbours merged). Same transitions as :meth:`_ack_transition`. Returns whether a
+        record became AVAILABLE."""
+        old = b.explode()
+        parts.sort()
+        limit = self.delivery_count_limit
+        new: list[_Run] = []
+        released = False
+        np_ = len(parts)
+        pi = 0
+
+        def emit(a: int, z: int, st: int, dc: int, mem: str, dl: Optional[int]) -> None:
+            if new:
+                p = new[-1]
+                if p.state == st and p.delivery_count == dc and p.member_id == mem and p.deadline_ms == dl:
+                    new[-1] = _Run(p.first, z, st, dc, mem, dl)  # (runs in a batch are never modified)
+                    return
+            new.append(_Run(a, z, st, dc, mem, dl))
+
+        for r in old:
+            rl = r.last
+            st, dc, mem, dl = r.state, r.delivery_count, r.member_id, r.deadline_ms
+            if pi >= np_ or parts[pi][0] > rl:  # untouched: reuse the run
+                if new:
+                    p = new[-1]
+                    if p.state == st and p.delivery_count == dc and p.member_id == mem and p.deadline_ms == dl:
+                        new[-1] = _Run(p.first, rl, st, dc, mem, dl)
+                        continue
+                new.append(r)
+                continue
+            pos = r.first
+            while pi < np_:
+                a, z, t = parts[pi]
+                if a > rl:
+                    break
+                if a > pos:
+                    emit(pos, a - 1, st, dc, mem, dl)
+                elif a < pos:
+                    a = pos
+                zz = z if z < rl else rl
+                if zz < a:  # (only when parts overlap: already done)
+                    pass
+                elif st != _ACQUIRED:
+                    emit(a, zz, st, dc, mem, dl)
+                elif t == _RENEW:
+                    emit(a, zz, st, dc, mem, renew_deadline)
+                elif t == 1:
+                    emit(a, zz, _ACKNOWLEDGED, dc, EMPTY_MEMBER_ID, None)
+                elif t == 2 and dc < limit:
+                    emit(a, zz, _AVAILABLE, dc, EMPTY_MEMBER_ID, None)
+                    released = True
+                else:
+                    emit(a, zz, _ARCHIVED, dc, EMPTY_MEMBER_ID, None)
+                if zz >= pos:
+                    pos = zz + 1
+                if z > rl:
+                    break  # the part goes on in the next run
+                pi += 1
+            if pos <= rl:
+                emit(pos, rl, st, dc, mem, dl)
+        b.runs = new
+        return released
 
     def _release_state(self, s: InFlightState, below_start: bool, decrement: bool = False) -> bool:
         if below_start or (not decrement and s.delivery_count >= self.delivery_count_limit):
@@ -1453,6 +1640,7 @@ class SharePartition:
         cache = self._batches
         firsts = self._firsts
         released = False
+        parts: dict[int, tuple[InFlightBatch, list]] = {}  # exploded batches: (first, last, below start)
         for first, last in ranges:
             i = bisect_right(firsts, first) - 1
             if i < 0:
@@ -1466,14 +1654,17 @@ class SharePartition:
                         released = True
                     continue
                 b.explode()
-            runs = b.runs
+            got = parts.setdefault(id(b), (b, []))[1]
             last = min(last, b.last_offset)
             if first < start:  # the part below the start offset is archived
-                if _update_runs(runs, first, min(last, start - 1), _ACQUIRED, lambda s: self._release_state(s, True, decrement)):  # type: ignore[arg-type]
-                    released = True
+                got.append((first, min(last, start - 1), True))
             if last >= start:
-                if _update_runs(runs, max(first, start), last, _ACQUIRED, lambda s: self._release_state(s, False, decrement)):  # type: ignore[arg-type]
-                    released = True
+                got.append((max(first, start), last, False))
+        for b, got in parts.values():
+            got.sort()
+            b.runs, rel = _rebuild_runs(b.runs, got, _ACQUIRED, lambda s, below: self._release_state(s, below, decrement))  # type: ignore[arg-type]
+            if rel:
+                released = True
         if released:
             self.find_next_fetch_offset = True
         self._maybe_update_cached_state_and_offsets()
@@ -1497,7 +1688,7 @@ class SharePartition:
                     b.deadline_ms = None
                     continue
                 runs = b.explode()
-            _update_runs(runs, b.first_offset, min(b.last_offset, lso - 1), _AVAILABLE, _archive_run_clear)
+            b.runs = _rebuild_runs(runs, [(b.first_offset, min(b.last_offset, lso - 1), None)], _AVAILABLE, _archive_run_clear)[0]
         self.start_offset = lso
         self.end_offset = max(self.end_offset, lso)
 
