@@ -5,7 +5,13 @@ One :class:`SharePartition` per (group id, topic id, partition). It keeps the in
 Kafka does, in a sorted cache of :class:`InFlightBatch` offset ranges, each either one batch state
 or — once a request touches part of it — exploded into per-offset states (one-way, as Kafka's
 ``InFlightBatch.maybeInitializeOffsetStateUpdate``). A 500-record acquire followed by a whole-batch
-ACCEPT therefore costs O(number of batches), not O(records).
+ACCEPT therefore costs O(number of batches), not O(records). The per-offset states of an exploded
+batch are kept run-length encoded (:class:`_Run`: maximal runs of offsets with equal state,
+delivery count, owner and lock deadline), so a mixed acknowledgement (ACCEPT with some RELEASE)
+and the redelivery of the released records cost O(acknowledgement batches + runs), not O(records),
+and the runs merge back as records reach the same state; an exploded batch leaves the cache like
+any other once the start offset moves past it. Runs are never modified once in a batch: a change
+builds the batch's new run list in one pass, so copies of a batch share its runs.
 
 **Deciders and evolve.** Every state change is a *decision* that returns events
 (:mod:`events.share`) without touching the state, and :meth:`SharePartition.apply` (``evolve``)
@@ -28,12 +34,15 @@ clock.
 records it changed, with their state after it; the start/end offsets after it; ``evicted_below``
 when it dropped a terminal prefix of the cache), which the SQL projections fold last-writer-wins.
 The decider computes it by applying the request to a copy of the partition that shares every
-batch the request does not reach (O(batches) for the lists plus the batches reached; per offset
+batch the request does not reach (O(batches) for the lists plus the batches reached; per run
 only inside already exploded batches) and reading the state of the touched ranges back. ``apply``
 never reads the outcome: it stays the reference the outcome is checked against
 (``tests/share/test_partition_properties.py``). Because an outcome describes the state the
 decision was made on, decide each event on the state the previous events of this partition left
-(decide, apply, decide the next), never two decisions on the same state. The convenience methods (:meth:`SharePartition.acquire`, :meth:`~SharePartition.acknowledge`,
+(decide, apply, decide the next), never two decisions on the same state. That copy is kept: when
+``apply`` is given the very event object just decided, on the partition still in the state it was
+decided on, it takes the copy's state instead of applying the event a second time (the result is
+the same; any other event, or any apply in between, discards the copy). The convenience methods (:meth:`SharePartition.acquire`, :meth:`~SharePartition.acknowledge`,
 …) decide and apply in one call and return the events too.
 
 Semantics follow Apache Kafka's ``core/src/main/java/kafka/server/share/SharePartition.java`` (see
@@ -443,6 +452,11 @@ def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append((a, z))
     return out
+
+
+#: An acknowledgement plan: ``(whole, parts)``, the ``(batch index, type)`` of the batches moved
+#: whole and, per batch index, the ``(first, last, type)`` parts of the others.
+_AckPlan = tuple[list[tuple[int, int]], dict[int, list[tuple[int, int, int]]]]
 
 
 class SharePartition:
@@ -964,10 +978,13 @@ class SharePartition:
         records; INVALID_RECORD_STATE when a record is not ACQUIRED by ``member_id``, the range is
         not cached, or the request touches an offset twice.
         """
-        ev = self._acknowledge_request(member_id, batches, now_ms, lock_duration_ms)
-        if ev is None:
+        req = self._acknowledge_request(member_id, batches, now_ms, lock_duration_ms)
+        if req is None:
             return []
-        return [self._with_outcome(ev, [(b.first_offset, b.last_offset) for b in ev.batches], evicts=True)]
+        ev, plan = req
+        after = self._clone_indices(plan)
+        after._ack_execute(plan, ev.renew_deadline_ms)
+        return [self._with_outcome(ev, [(b.first_offset, b.last_offset) for b in ev.batches], evicts=True, after=after)]
 
     def _acknowledge_request(
         self,
@@ -975,8 +992,10 @@ class SharePartition:
         batches: Sequence[tuple[int, int, Sequence[int]]],
         now_ms: int,
         lock_duration_ms: Optional[int],
-    ) -> Optional[RecordsAcknowledged]:
-        """:meth:`decide_acknowledge` without the outcome: the event or ``None``; raises the same."""
+    ) -> Optional[tuple[RecordsAcknowledged, "_AckPlan"]]:
+        """:meth:`decide_acknowledge` without the outcome: ``None`` or the event and its plan (the
+        batches it moves whole and the parts of the others, found while validating; see
+        :meth:`_ack_execute`); raises the same."""
         if not batches:
             return None
         has_renew = False
@@ -996,6 +1015,8 @@ class SharePartition:
         firsts = self._firsts
         touched: list[tuple[int, int]] = []
         touched_max = -1  # the highest offset in ``touched``: a range above it overlaps none
+        whole: list[tuple[int, int]] = []  # the plan: (batch index, type) moved whole ...
+        parts: dict[int, list[tuple[int, int, int]]] = {}  # ... and (first, last, type) per batch index
         whole_touched: set[int] = set()  # batches transitioned whole earlier in this request
         any_touched = False
         for first, last, types in batches:
@@ -1034,10 +1055,12 @@ class SharePartition:
                         raise ShareError(INVALID_RECORD_STATE, "Member is not the owner of batch record.")
                     if b.state != _ACQUIRED:
                         raise ShareError(INVALID_RECORD_STATE, "The batch cannot be acknowledged. The state is not acquired.")
-                    if not (first > b_first or last < b_last or multi or b_first < start <= b_last):
+                    is_whole = not (first > b_first or last < b_last or multi or b_first < start <= b_last)
+                    if is_whole:
                         t_first, t_last = b_first, b_last
                         whole_touched.add(b_first)
                 elif t_first <= t_last:
+                    is_whole = False
                     ri = bisect_right(runs, t_first, key=_FIRST) - 1
                     while True:
                         r = runs[ri]
@@ -1060,9 +1083,23 @@ class SharePartition:
                     touched_max = t_last
                 touched.append((t_first, t_last))
                 any_touched = True
+                if is_whole:
+                    whole.append((bi, types[0]))
+                    continue
+                got = parts.get(bi)
+                if got is None:
+                    got = parts[bi] = []
+                if not multi:
+                    got.append((t_first, t_last, types[0]))
+                    continue
+                o = t_first  # per-offset types: one part per run of equal types
+                for t, same in groupby(types[t_first - first : t_last - first + 1]):
+                    n = len(list(same))
+                    got.append((o, o + n - 1, t))
+                    o += n
         if not any_touched:
             return None
-        return RecordsAcknowledged(
+        ev = RecordsAcknowledged(
             *self._ids(),
             member_id=member_id,
             batches=tuple(
@@ -1073,6 +1110,7 @@ class SharePartition:
             ),
             renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
         )
+        return ev, (whole, parts)
 
     def _shallow_clone(self) -> "SharePartition":
         """A copy with its own offsets and batch lists whose batches are still shared."""
@@ -1124,6 +1162,18 @@ class SharePartition:
                     copied.add(idx)
             if hi - 1 > copied_hi:
                 copied_hi = hi - 1
+        return c
+
+    def _clone_indices(self, plan: "_AckPlan") -> "SharePartition":
+        """A copy in which the batches an acknowledgement plan reaches are copied (the others
+        shared, as :meth:`_clone_reaching`)."""
+        c = self._shallow_clone()
+        cb = c._batches
+        batches = self._batches
+        for i_, _t in plan[0]:
+            cb[i_] = batches[i_].copy()
+        for i_ in plan[1]:
+            cb[i_] = batches[i_].copy()
         return c
 
     def _clone_for_acknowledgements(self, ack_batches: Sequence[tuple[int, int, Sequence[int]]]) -> "SharePartition":
@@ -1180,13 +1230,14 @@ class SharePartition:
             return after._firsts[0]
         return None
 
-    def _with_outcome(self, ev, touched: Sequence[tuple[int, int]], evicts: bool):
+    def _with_outcome(self, ev, touched: Sequence[tuple[int, int]], evicts: bool, after: Optional["SharePartition"] = None):
         """``ev`` (a request-only share-partition event decided on ``self``) with its outcome
         fields: applied to a copy reaching ``touched`` (every range whose state it may change),
         the state of those ranges after it, the start/end offsets after it and — when the event
         kind can shrink the cache (``evicts``) — :meth:`_evicted_below`."""
-        after = self._clone_reaching(touched)
-        after.apply(ev)
+        if after is None:
+            after = self._clone_reaching(touched)
+            after.apply(ev)
         final = replace(
             ev,
             outcome=after._state_ranges(touched),
@@ -1220,18 +1271,21 @@ class SharePartition:
         """
         ack_ev: Optional[RecordsAcknowledged] = None
         ack_error: Optional[ShareError] = None
+        req = None
         if acknowledgements:
             try:
-                ack_ev = self._acknowledge_request(member_id, acknowledgements, now_ms, lock_duration_ms)
+                req = self._acknowledge_request(member_id, acknowledgements, now_ms, lock_duration_ms)
             except ShareError as err:
                 ack_error = err
+            if req is not None:
+                ack_ev = req[0]
         target = self
         touched: list[tuple[int, int]] = []
         evicted: Optional[int] = None
         if ack_ev is not None:
             touched = [(b.first_offset, b.last_offset) for b in ack_ev.batches]
-            target = self._clone_reaching(touched)
-            target._apply_acknowledged(ack_ev)
+            target = self._clone_indices(req[1])  # type: ignore[index]
+            target._ack_execute(req[1], ack_ev.renew_deadline_ms)  # type: ignore[index]
             evicted = self._evicted_below(target)  # the acquisition below never shrinks the cache
         fetch_offset: Optional[int] = None
         acquired: list[AcquiredRecords] = []
@@ -1552,6 +1606,24 @@ class SharePartition:
                     o += n
         for i_, got in parts.items():
             if self._ack_runs(cache[i_], got, renew_deadline):
+                released = True
+        if released:
+            self.find_next_fetch_offset = True
+        self._maybe_update_cached_state_and_offsets()
+
+    def _ack_execute(self, plan: "_AckPlan", renew_deadline: Optional[int]) -> None:
+        """Apply a validated acknowledgement's plan (from :meth:`_acknowledge_request`, on this
+        state or a copy of it): what :meth:`_apply_acknowledged` does with the event, without
+        walking its batches again."""
+        whole, parts = plan
+        cache = self._batches
+        released = False
+        for i_, t in whole:
+            b = cache[i_]
+            if b.state == _ACQUIRED and self._ack_transition(b, t, renew_deadline):
+                released = True
+        for i_, got in parts.items():
+            if self._ack_runs(cache[i_], list(got), renew_deadline):
                 released = True
         if released:
             self.find_next_fetch_offset = True
