@@ -389,17 +389,6 @@ class ShareFetchDecision:
     fetch_offset: Optional[int]
 
 
-def _runs(offsets: Iterable[int]) -> list[tuple[int, int]]:
-    """Contiguous runs of ascending offsets as inclusive ranges."""
-    out: list[tuple[int, int]] = []
-    for o in offsets:
-        if out and out[-1][1] + 1 == o:
-            out[-1] = (out[-1][0], o)
-        else:
-            out.append((o, o))
-    return out
-
-
 def _slot_constructor(cls: type, fields: tuple[str, ...]) -> Callable[..., object]:
     """A constructor of the frozen slots dataclass ``cls`` taking ``fields`` positionally that
     writes the slots through their descriptors: the same object as ``cls(*values)`` (whose
@@ -439,6 +428,7 @@ _new_state_range = _slot_constructor(
     StateRange, ("first_offset", "last_offset", "state", "delivery_count", "member_id", "lock_deadline_ms")
 )
 _new_ack_batch = _slot_constructor(AckBatch, ("first_offset", "last_offset", "acknowledge_types"))
+_new_acquired = _slot_constructor(AcquiredRecords, ("first_offset", "last_offset", "delivery_count"))
 #: the types tuple of a single-type acknowledgement batch, shared
 _ONE_TYPE = {t: (t,) for t in _VALID_ACK_TYPES}
 
@@ -853,10 +843,22 @@ class SharePartition:
                 f = max(b.first_offset, req_first)
                 l_ = min(b.last_offset, req_last)
                 here: list[tuple[int, int]] = []  # AVAILABLE runs of this batch, contiguous ones merged
-                for r in _runs_in(runs, f, l_):
+                ri = bisect_right(runs, f, key=_FIRST) - 1 if f <= l_ else len(runs)
+                nr = len(runs)
+                b_first = b.first_offset
+                while ri < nr:
+                    r = runs[ri]
+                    ri += 1
+                    a = r.first
+                    if a > l_:
+                        break
                     if r.state != _AVAILABLE:
                         continue
-                    a, z = max(r.first, f), min(r.last, l_)
+                    if a < f:
+                        a = f
+                    z = r.last
+                    if z > l_:
+                        z = l_
                     count += z - a + 1
                     if here and here[-1][1] + 1 == a:
                         here[-1] = (here[-1][0], z)
@@ -864,10 +866,12 @@ class SharePartition:
                         here.append((a, z))
                     # the response: contiguous runs with equal (new) delivery counts, within the batch
                     dc = r.delivery_count + 1
-                    if acquired and acquired[-1].last_offset + 1 == a and acquired[-1].delivery_count == dc and acquired[-1].first_offset >= b.first_offset:
-                        acquired[-1] = AcquiredRecords(acquired[-1].first_offset, z, dc)
-                    else:
-                        acquired.append(AcquiredRecords(a, z, dc))
+                    if acquired:
+                        prev = acquired[-1]
+                        if prev.last_offset + 1 == a and prev.delivery_count == dc and prev.first_offset >= b_first:
+                            acquired[-1] = _new_acquired(prev.first_offset, z, dc)
+                            continue
+                    acquired.append(_new_acquired(a, z, dc))
                 ranges.extend(here)
             last_cached = batches[hi - 1].last_offset
             if count < max_records and req_last > last_cached:
@@ -1000,14 +1004,27 @@ class SharePartition:
             return None
         has_renew = False
         valid = _VALID_ACK_TYPES
+        one_type = _ONE_TYPE
+        new_ack_batch = _new_ack_batch
+        ack_batches = []  # the event's, built while checking the request's form
         for first, last, types in batches:
-            if first > last or not types or (len(types) > 1 and len(types) != last - first + 1):
-                raise ShareError(INVALID_REQUEST, f"malformed acknowledgement batch {first}-{last} with {len(types)} types")
+            n = len(types)
+            if first > last or not n or (n > 1 and n != last - first + 1):
+                raise ShareError(INVALID_REQUEST, f"malformed acknowledgement batch {first}-{last} with {n} types")
+            if n == 1:
+                t = types[0]
+                if t not in valid:
+                    raise ShareError(INVALID_REQUEST, f"invalid acknowledge type {t}")
+                if t == _RENEW:
+                    has_renew = True
+                ack_batches.append(new_ack_batch(int(first), int(last), one_type[t]))
+                continue
             if not valid.issuperset(types):
                 t = next(t for t in types if t not in valid)
                 raise ShareError(INVALID_REQUEST, f"invalid acknowledge type {t}")
             if not has_renew and _RENEW in types:
                 has_renew = True
+            ack_batches.append(new_ack_batch(int(first), int(last), tuple(map(int, types))))
         if has_renew and lock_duration_ms is None:
             raise ShareError(INVALID_REQUEST, "RENEW needs the record lock duration")
         start = self.start_offset
@@ -1102,12 +1119,7 @@ class SharePartition:
         ev = RecordsAcknowledged(
             *self._ids(),
             member_id=member_id,
-            batches=tuple(
-                [
-                    _new_ack_batch(int(f), int(l_), _ONE_TYPE[int(ts[0])] if len(ts) == 1 else tuple(map(int, ts)))
-                    for f, l_, ts in batches
-                ]
-            ),
+            batches=tuple(ack_batches),
             renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
         )
         return ev, (whole, parts)
