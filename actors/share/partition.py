@@ -5,7 +5,13 @@ One :class:`SharePartition` per (group id, topic id, partition). It keeps the in
 Kafka does, in a sorted cache of :class:`InFlightBatch` offset ranges, each either one batch state
 or — once a request touches part of it — exploded into per-offset states (one-way, as Kafka's
 ``InFlightBatch.maybeInitializeOffsetStateUpdate``). A 500-record acquire followed by a whole-batch
-ACCEPT therefore costs O(number of batches), not O(records).
+ACCEPT therefore costs O(number of batches), not O(records). The per-offset states of an exploded
+batch are kept run-length encoded (:class:`_Run`: maximal runs of offsets with equal state,
+delivery count, owner and lock deadline), so a mixed acknowledgement (ACCEPT with some RELEASE)
+and the redelivery of the released records cost O(acknowledgement batches + runs), not O(records),
+and the runs merge back as records reach the same state; an exploded batch leaves the cache like
+any other once the start offset moves past it. Runs are never modified once in a batch: a change
+builds the batch's new run list in one pass, so copies of a batch share its runs.
 
 **Deciders and evolve.** Every state change is a *decision* that returns events
 (:mod:`events.share`) without touching the state, and :meth:`SharePartition.apply` (``evolve``)
@@ -28,12 +34,15 @@ clock.
 records it changed, with their state after it; the start/end offsets after it; ``evicted_below``
 when it dropped a terminal prefix of the cache), which the SQL projections fold last-writer-wins.
 The decider computes it by applying the request to a copy of the partition that shares every
-batch the request does not reach (O(batches) for the lists plus the batches reached; per offset
+batch the request does not reach (O(batches) for the lists plus the batches reached; per run
 only inside already exploded batches) and reading the state of the touched ranges back. ``apply``
 never reads the outcome: it stays the reference the outcome is checked against
 (``tests/share/test_partition_properties.py``). Because an outcome describes the state the
 decision was made on, decide each event on the state the previous events of this partition left
-(decide, apply, decide the next), never two decisions on the same state. The convenience methods (:meth:`SharePartition.acquire`, :meth:`~SharePartition.acknowledge`,
+(decide, apply, decide the next), never two decisions on the same state. That copy is kept: when
+``apply`` is given the very event object just decided, on the partition still in the state it was
+decided on, it takes the copy's state instead of applying the event a second time (the result is
+the same; any other event, or any apply in between, discards the copy). The convenience methods (:meth:`SharePartition.acquire`, :meth:`~SharePartition.acknowledge`,
 …) decide and apply in one call and return the events too.
 
 Semantics follow Apache Kafka's ``core/src/main/java/kafka/server/share/SharePartition.java`` (see
@@ -66,6 +75,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, replace
 from enum import IntEnum
+from itertools import groupby
+from operator import attrgetter
 from typing import Callable, Iterable, Optional, Sequence
 
 from actors.share.errors import INVALID_RECORD_STATE, INVALID_REQUEST, ShareError
@@ -200,13 +211,114 @@ class InFlightState:
         return f"InFlightState({RecordState(self.state).name}, dc={self.delivery_count}, member={self.member_id!r}, deadline={self.deadline_ms})"
 
 
-class InFlightBatch(InFlightState):
-    """A cached in-flight range ``[first_offset, last_offset]`` (both inclusive). While
-    ``offset_state`` is ``None`` the inherited batch fields describe every offset; once exploded,
-    ``offset_state`` maps each offset to its :class:`InFlightState` and the batch fields are stale.
-    (Kafka ``InFlightBatch``.)"""
+class _Run(InFlightState):
+    """A run ``[first, last]`` (inclusive) of offsets of an exploded :class:`InFlightBatch` that
+    share one :class:`InFlightState` (state, delivery count, owner, lock deadline)."""
 
-    __slots__ = ("first_offset", "last_offset", "offset_state")
+    __slots__ = ("first", "last")
+
+    def __init__(self, first: int, last: int, state: int, delivery_count: int, member_id: str, deadline_ms: Optional[int]) -> None:
+        InFlightState.__init__(self, state, delivery_count, member_id, deadline_ms)
+        self.first = first
+        self.last = last
+
+    def __repr__(self) -> str:
+        return f"_Run({self.first}-{self.last}, {InFlightState.__repr__(self)})"
+
+
+_FIRST = attrgetter("first")
+
+
+def _run_index(runs: list[_Run], offset: int) -> int:
+    """Index of the run holding ``offset`` (which must lie inside the batch)."""
+    return bisect_right(runs, offset, key=_FIRST) - 1
+
+
+def _rebuild_runs(old: list[_Run], parts: list[tuple[int, int, object]], want: int, fn: Callable[[_Run, object], bool]) -> tuple[list[_Run], bool]:
+    """New runs for a batch whose runs are ``old``: each part ``(first, last, arg)`` (ascending,
+    disjoint, inside the batch) changes its offsets whose state is ``want`` with ``fn(run, arg)``
+    (on a fresh run it may modify; returns whether to report a change). Runs are never modified
+    once in a batch (batch copies share them), so this builds a new list: untouched runs are
+    reused, equal neighbours merged. Returns ``(runs, any fn returned True)``. O(runs + parts)."""
+    new: list[_Run] = []
+    changed = False
+    np_ = len(parts)
+    pi = 0
+
+    def emit(r: _Run) -> None:
+        if new:
+            p = new[-1]
+            if p.state == r.state and p.delivery_count == r.delivery_count and p.member_id == r.member_id and p.deadline_ms == r.deadline_ms:
+                new[-1] = _Run(p.first, r.last, p.state, p.delivery_count, p.member_id, p.deadline_ms)
+                return
+        new.append(r)
+
+    for r in old:
+        rl = r.last
+        if pi >= np_ or parts[pi][0] > rl:
+            emit(r)
+            continue
+        pos = r.first
+        while pi < np_:
+            a, z, arg = parts[pi]
+            if a > rl:
+                break
+            if a > pos:
+                emit(_Run(pos, a - 1, r.state, r.delivery_count, r.member_id, r.deadline_ms))
+            elif a < pos:
+                a = pos
+            zz = z if z < rl else rl
+            if zz >= a:
+                nr = _Run(a, zz, r.state, r.delivery_count, r.member_id, r.deadline_ms)
+                if r.state == want and fn(nr, arg):
+                    changed = True
+                emit(nr)
+                pos = zz + 1
+            if z > rl:
+                break  # the part goes on in the next run
+            pi += 1
+        if pos <= rl:
+            emit(_Run(pos, rl, r.state, r.delivery_count, r.member_id, r.deadline_ms))
+    return new, changed
+
+
+def _archive_run(r: InFlightState, _arg: object = None) -> bool:
+    r.state = _ARCHIVED
+    return False
+
+
+def _archive_run_clear(r: InFlightState, _arg: object = None) -> bool:
+    r.state = _ARCHIVED
+    r.member_id = EMPTY_MEMBER_ID
+    r.deadline_ms = None
+    return False
+
+
+def _runs_in(runs: list[_Run], first: int, last: int):
+    """The runs overlapping ``[first, last]``, in order."""
+    i = bisect_right(runs, first, key=_FIRST) - 1
+    if i < 0:
+        i = 0
+    n = len(runs)
+    while i < n:
+        r = runs[i]
+        if r.first > last:
+            return
+        if r.last >= first:
+            yield r
+        i += 1
+
+
+class InFlightBatch(InFlightState):
+    """A cached in-flight range ``[first_offset, last_offset]`` (both inclusive). While ``runs`` is
+    ``None`` the inherited batch fields describe every offset; once exploded, ``runs`` holds the
+    per-offset states run-length encoded: ascending :class:`_Run` s covering the batch exactly,
+    equal neighbours merged, and the batch fields are stale. (Kafka ``InFlightBatch`` with its
+    ``offsetState`` map; a run stands for the offsets of the map that hold equal states, so a
+    mixed acknowledgement costs O(runs), not O(records).) :attr:`offset_state` gives the
+    per-offset view."""
+
+    __slots__ = ("first_offset", "last_offset", "runs")
 
     def __init__(
         self, first_offset: int, last_offset: int, state: int, delivery_count: int, member_id: str, deadline_ms: Optional[int]
@@ -214,35 +326,43 @@ class InFlightBatch(InFlightState):
         InFlightState.__init__(self, state, delivery_count, member_id, deadline_ms)
         self.first_offset = first_offset
         self.last_offset = last_offset
-        self.offset_state: Optional[dict[int, InFlightState]] = None
+        self.runs: Optional[list[_Run]] = None
 
-    def explode(self) -> dict[int, InFlightState]:
-        """Split into per-offset states (idempotent); each offset copies the batch state, lock
-        deadline included (Kafka re-splits the timer with the remaining delay)."""
-        os_ = self.offset_state
-        if os_ is None:
-            st, dc, mem, dl = self.state, self.delivery_count, self.member_id, self.deadline_ms
-            os_ = {o: InFlightState(st, dc, mem, dl) for o in range(self.first_offset, self.last_offset + 1)}
-            self.offset_state = os_
-        return os_
+    @property
+    def offset_state(self) -> Optional[dict[int, InFlightState]]:
+        """``None`` while not exploded, else a fresh ``{offset: InFlightState}`` of every offset
+        (Kafka's ``offsetState``; O(records): for readers outside the hot path)."""
+        runs = self.runs
+        if runs is None:
+            return None
+        return {o: InFlightState(r.state, r.delivery_count, r.member_id, r.deadline_ms) for r in runs for o in range(r.first, r.last + 1)}
+
+    def explode(self) -> list[_Run]:
+        """Split into per-offset states (idempotent; one run until a request splits it); each
+        offset copies the batch state, lock deadline included (Kafka re-splits the timer with the
+        remaining delay). Returns the runs."""
+        runs = self.runs
+        if runs is None:
+            runs = [_Run(self.first_offset, self.last_offset, self.state, self.delivery_count, self.member_id, self.deadline_ms)]
+            self.runs = runs
+        return runs
 
     def copy(self) -> "InFlightBatch":
         """An independent copy (per-offset states copied too)."""
         c = InFlightBatch(self.first_offset, self.last_offset, self.state, self.delivery_count, self.member_id, self.deadline_ms)
-        if self.offset_state is not None:
-            c.offset_state = {o: InFlightState(s.state, s.delivery_count, s.member_id, s.deadline_ms) for o, s in self.offset_state.items()}
+        c.runs = self.runs  # never modified in place: a change builds a new list (_rebuild_runs)
         return c
 
     def as_tuple(self):  # type: ignore[override]
         """``(first, last, batch state tuple | None, per-offset tuples | None)``."""
-        if self.offset_state is None:
+        if self.runs is None:
             return (self.first_offset, self.last_offset, InFlightState.as_tuple(self), None)
-        return (self.first_offset, self.last_offset, None, tuple((o, s.as_tuple()) for o, s in self.offset_state.items()))
+        return (self.first_offset, self.last_offset, None, tuple((o, r.as_tuple()) for r in self.runs for o in range(r.first, r.last + 1)))
 
     def __repr__(self) -> str:
-        if self.offset_state is None:
+        if self.runs is None:
             return f"InFlightBatch({self.first_offset}-{self.last_offset}, {InFlightState.__repr__(self)})"
-        return f"InFlightBatch({self.first_offset}-{self.last_offset}, exploded)"
+        return f"InFlightBatch({self.first_offset}-{self.last_offset}, exploded into {len(self.runs)} runs)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,15 +389,64 @@ class ShareFetchDecision:
     fetch_offset: Optional[int]
 
 
-def _runs(offsets: Iterable[int]) -> list[tuple[int, int]]:
-    """Contiguous runs of ascending offsets as inclusive ranges."""
+def _slot_constructor(cls: type, fields: tuple[str, ...]) -> Callable[..., object]:
+    """A constructor of the frozen slots dataclass ``cls`` taking ``fields`` positionally that
+    writes the slots through their descriptors: the same object as ``cls(*values)`` (whose
+    generated ``__init__`` writes each field through ``object.__setattr__``), at half the cost;
+    for the outcome and acknowledgement entries a mixed acknowledgement makes by the hundred.
+    ``cls`` must have no ``__post_init__`` and no defaults the caller leaves out."""
+    assert not hasattr(cls, "__post_init__")
+    setters = [cls.__dict__[f].__set__ for f in fields]
+    new = object.__new__
+    if len(fields) == 3:
+        s0, s1, s2 = setters
+
+        def make3(a, b, c):
+            o = new(cls)
+            s0(o, a)
+            s1(o, b)
+            s2(o, c)
+            return o
+
+        return make3
+    s0, s1, s2, s3, s4, s5 = setters
+
+    def make6(a, b, c, d, e, f):
+        o = new(cls)
+        s0(o, a)
+        s1(o, b)
+        s2(o, c)
+        s3(o, d)
+        s4(o, e)
+        s5(o, f)
+        return o
+
+    return make6
+
+
+_new_state_range = _slot_constructor(
+    StateRange, ("first_offset", "last_offset", "state", "delivery_count", "member_id", "lock_deadline_ms")
+)
+_new_ack_batch = _slot_constructor(AckBatch, ("first_offset", "last_offset", "acknowledge_types"))
+_new_acquired = _slot_constructor(AcquiredRecords, ("first_offset", "last_offset", "delivery_count"))
+#: the types tuple of a single-type acknowledgement batch, shared
+_ONE_TYPE = {t: (t,) for t in _VALID_ACK_TYPES}
+
+
+def _merged(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Ascending non-overlapping inclusive ranges with contiguous neighbours merged."""
     out: list[tuple[int, int]] = []
-    for o in offsets:
-        if out and out[-1][1] + 1 == o:
-            out[-1] = (out[-1][0], o)
+    for a, z in ranges:
+        if out and out[-1][1] + 1 == a:
+            out[-1] = (out[-1][0], z)
         else:
-            out.append((o, o))
+            out.append((a, z))
     return out
+
+
+#: An acknowledgement plan: ``(whole, parts)``, the ``(batch index, type)`` of the batches moved
+#: whole and, per batch index, the ``(first, last, type)`` parts of the others.
+_AckPlan = tuple[list[tuple[int, int]], dict[int, list[tuple[int, int, int]]]]
 
 
 class SharePartition:
@@ -310,6 +479,8 @@ class SharePartition:
         "find_next_fetch_offset",
         "_batches",
         "_firsts",
+        "_decided",
+        "_version",
     )
 
     def __init__(
@@ -334,6 +505,11 @@ class SharePartition:
         self.find_next_fetch_offset = False
         self._batches: list[InFlightBatch] = []
         self._firsts: list[int] = []
+        # (event, state after it, _version it was decided at) of the last decision: ``apply`` of
+        # that very event on the unchanged partition adopts the state the decider already
+        # computed for the outcome instead of recomputing it (a cache, not state).
+        self._decided: Optional[tuple[DomainEvent, "SharePartition", int]] = None
+        self._version = 0  # bumped by every apply
 
     # ------------------------------------------------------------------ queries
 
@@ -347,14 +523,14 @@ class SharePartition:
             return self.end_offset
         if self.find_next_fetch_offset:
             for b in batches:
-                os_ = b.offset_state
-                if os_ is None:
+                runs = b.runs
+                if runs is None:
                     if b.state == _AVAILABLE:
                         return b.first_offset
                 else:
-                    for o, s in os_.items():
-                        if s.state == _AVAILABLE:
-                            return o
+                    for r in runs:
+                        if r.state == _AVAILABLE:
+                            return r.first
         return self.end_offset + 1
 
     def can_acquire_records(self) -> bool:
@@ -371,12 +547,12 @@ class SharePartition:
         when nothing is acquired: when the actor should next call :meth:`decide_expire_locks`."""
         best: Optional[int] = None
         for b in self._batches:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state == _ACQUIRED and (best is None or b.deadline_ms < best):  # type: ignore[operator]
                     best = b.deadline_ms
             else:
-                for s in os_.values():
+                for s in runs:
                     if s.state == _ACQUIRED and (best is None or s.deadline_ms < best):  # type: ignore[operator]
                         best = s.deadline_ms
         return best
@@ -390,7 +566,7 @@ class SharePartition:
         b = self._batches[i]
         if offset > b.last_offset:
             return None
-        s = b if b.offset_state is None else b.offset_state[offset]
+        s = b if b.runs is None else b.runs[_run_index(b.runs, offset)]
         return (RecordState(s.state), s.delivery_count, s.member_id, s.deadline_ms)
 
     def cached_batches(self) -> list[InFlightBatch]:
@@ -401,11 +577,11 @@ class SharePartition:
         """Number of ACQUIRED records (an O(batches) scan)."""
         n = 0
         for b in self._batches:
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state == _ACQUIRED:
                     n += b.last_offset - b.first_offset + 1
             else:
-                n += sum(1 for s in b.offset_state.values() if s.state == _ACQUIRED)
+                n += sum(r.last - r.first + 1 for r in b.runs if r.state == _ACQUIRED)
         return n
 
     def snapshot(self) -> tuple:
@@ -439,12 +615,16 @@ class SharePartition:
                     b = InFlightBatch(int(first), int(last), int(st_), int(dc), str(mem), None if dl is None else int(dl))
                 else:
                     b = InFlightBatch(int(first), int(last), _AVAILABLE, 0, EMPTY_MEMBER_ID, None)
-                    b.offset_state = {
-                        int(o): InFlightState(int(st_), int(dc), str(mem), None if dl is None else int(dl))
-                        for o, (st_, dc, mem, dl) in offsets
-                    }
-                    if sorted(b.offset_state) != list(range(b.first_offset, b.last_offset + 1)):
+                    per = sorted((int(o), (int(st_), int(dc), str(mem), None if dl is None else int(dl))) for o, (st_, dc, mem, dl) in offsets)
+                    if [o for o, _ in per] != list(range(b.first_offset, b.last_offset + 1)):
                         raise ValueError(f"exploded batch {first}-{last} does not cover its offsets")
+                    runs: list[_Run] = []
+                    for o, t in per:
+                        if runs and (runs[-1].state, runs[-1].delivery_count, runs[-1].member_id, runs[-1].deadline_ms) == t:
+                            runs[-1].last = o
+                        else:
+                            runs.append(_Run(o, o, *t))
+                    b.runs = runs
                 if sp._firsts and b.first_offset <= sp._batches[-1].last_offset:
                     raise ValueError("batches overlap or are out of order")
                 sp._batches.append(b)
@@ -471,11 +651,11 @@ class SharePartition:
                 out.append([first, last, state, dc])
 
         for b in self._batches:
-            if b.offset_state is None:
+            if b.runs is None:
                 add(b.first_offset, b.last_offset, b.state, b.delivery_count)
             else:
-                for o, s in b.offset_state.items():
-                    add(o, o, s.state, s.delivery_count)
+                for r in b.runs:
+                    add(r.first, r.last, r.state, r.delivery_count)
         return [tuple(x) for x in out]  # type: ignore[misc]
 
     def __eq__(self, other: object) -> bool:
@@ -547,7 +727,7 @@ class SharePartition:
                 evicted = batches[-1][1] + 1
             elif after._firsts[0] != batches[0][0]:
                 evicted = after._firsts[0]
-        return [replace(ev, start_offset_after=after.start_offset, end_offset_after=after.end_offset, evicted_below=evicted)]
+        return [self._decided_as(replace(ev, start_offset_after=after.start_offset, end_offset_after=after.end_offset, evicted_below=evicted), after)]
 
     def decide_acquire(
         self,
@@ -643,14 +823,14 @@ class SharePartition:
             for b in batches[lo:hi]:
                 if count >= max_records:
                     break
-                os_ = b.offset_state
-                if os_ is None and b.first_offset >= req_first and b.last_offset <= req_last:
+                runs = b.runs
+                if runs is None and b.first_offset >= req_first and b.last_offset <= req_last:
                     if b.state == _AVAILABLE:
                         ranges.append((b.first_offset, b.last_offset))
                         acquired.append(AcquiredRecords(b.first_offset, b.last_offset, b.delivery_count + 1))
                         count += b.last_offset - b.first_offset + 1
                     continue
-                if os_ is None:
+                if runs is None:
                     if b.state != _AVAILABLE:
                         continue
                     f = max(b.first_offset, req_first)
@@ -660,17 +840,39 @@ class SharePartition:
                         acquired.append(AcquiredRecords(f, l_, b.delivery_count + 1))
                         count += l_ - f + 1
                     continue
-                avail = [
-                    o for o in range(max(b.first_offset, req_first), min(b.last_offset, req_last) + 1) if os_[o].state == _AVAILABLE
-                ]
-                count += len(avail)
-                ranges.extend(_runs(avail))
-                for o in avail:  # the response: contiguous runs with equal (new) delivery counts
-                    dc = os_[o].delivery_count + 1
-                    if acquired and acquired[-1].last_offset + 1 == o and acquired[-1].delivery_count == dc and acquired[-1].first_offset >= b.first_offset:
-                        acquired[-1] = AcquiredRecords(acquired[-1].first_offset, o, dc)
+                f = max(b.first_offset, req_first)
+                l_ = min(b.last_offset, req_last)
+                here: list[tuple[int, int]] = []  # AVAILABLE runs of this batch, contiguous ones merged
+                ri = bisect_right(runs, f, key=_FIRST) - 1 if f <= l_ else len(runs)
+                nr = len(runs)
+                b_first = b.first_offset
+                while ri < nr:
+                    r = runs[ri]
+                    ri += 1
+                    a = r.first
+                    if a > l_:
+                        break
+                    if r.state != _AVAILABLE:
+                        continue
+                    if a < f:
+                        a = f
+                    z = r.last
+                    if z > l_:
+                        z = l_
+                    count += z - a + 1
+                    if here and here[-1][1] + 1 == a:
+                        here[-1] = (here[-1][0], z)
                     else:
-                        acquired.append(AcquiredRecords(o, o, dc))
+                        here.append((a, z))
+                    # the response: contiguous runs with equal (new) delivery counts, within the batch
+                    dc = r.delivery_count + 1
+                    if acquired:
+                        prev = acquired[-1]
+                        if prev.last_offset + 1 == a and prev.delivery_count == dc and prev.first_offset >= b_first:
+                            acquired[-1] = _new_acquired(prev.first_offset, z, dc)
+                            continue
+                    acquired.append(_new_acquired(a, z, dc))
+                ranges.extend(here)
             last_cached = batches[hi - 1].last_offset
             if count < max_records and req_last > last_cached:
                 self._new_batch(
@@ -708,11 +910,19 @@ class SharePartition:
         while i < len(batches) and batches[i].first_offset <= last:
             b = batches[i]
             f, l_ = max(b.first_offset, first), min(b.last_offset, last)
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state == _AVAILABLE:
                     out.append((f, l_))
             else:
-                out.extend(_runs(o for o in range(f, l_ + 1) if b.offset_state[o].state == _AVAILABLE))
+                here: list[tuple[int, int]] = []
+                for r in _runs_in(b.runs, f, l_):
+                    if r.state == _AVAILABLE:
+                        a, z = max(r.first, f), min(r.last, l_)
+                        if here and here[-1][1] + 1 == a:
+                            here[-1] = (here[-1][0], z)
+                        else:
+                            here.append((a, z))
+                out.extend(here)
             i += 1
         return tuple(out)
 
@@ -772,10 +982,13 @@ class SharePartition:
         records; INVALID_RECORD_STATE when a record is not ACQUIRED by ``member_id``, the range is
         not cached, or the request touches an offset twice.
         """
-        ev = self._acknowledge_request(member_id, batches, now_ms, lock_duration_ms)
-        if ev is None:
+        req = self._acknowledge_request(member_id, batches, now_ms, lock_duration_ms)
+        if req is None:
             return []
-        return [self._with_outcome(ev, [(b.first_offset, b.last_offset) for b in ev.batches], evicts=True)]
+        ev, plan = req
+        after = self._clone_indices(plan)
+        after._ack_execute(plan, ev.renew_deadline_ms)
+        return [self._with_outcome(ev, [(b.first_offset, b.last_offset) for b in ev.batches], evicts=True, after=after)]
 
     def _acknowledge_request(
         self,
@@ -783,25 +996,44 @@ class SharePartition:
         batches: Sequence[tuple[int, int, Sequence[int]]],
         now_ms: int,
         lock_duration_ms: Optional[int],
-    ) -> Optional[RecordsAcknowledged]:
-        """:meth:`decide_acknowledge` without the outcome: the event or ``None``; raises the same."""
+    ) -> Optional[tuple[RecordsAcknowledged, "_AckPlan"]]:
+        """:meth:`decide_acknowledge` without the outcome: ``None`` or the event and its plan (the
+        batches it moves whole and the parts of the others, found while validating; see
+        :meth:`_ack_execute`); raises the same."""
         if not batches:
             return None
         has_renew = False
+        valid = _VALID_ACK_TYPES
+        one_type = _ONE_TYPE
+        new_ack_batch = _new_ack_batch
+        ack_batches = []  # the event's, built while checking the request's form
         for first, last, types in batches:
-            if first > last or not types or (len(types) > 1 and len(types) != last - first + 1):
-                raise ShareError(INVALID_REQUEST, f"malformed acknowledgement batch {first}-{last} with {len(types)} types")
-            for t in types:
-                if t not in _VALID_ACK_TYPES:
+            n = len(types)
+            if first > last or not n or (n > 1 and n != last - first + 1):
+                raise ShareError(INVALID_REQUEST, f"malformed acknowledgement batch {first}-{last} with {n} types")
+            if n == 1:
+                t = types[0]
+                if t not in valid:
                     raise ShareError(INVALID_REQUEST, f"invalid acknowledge type {t}")
                 if t == _RENEW:
                     has_renew = True
+                ack_batches.append(new_ack_batch(int(first), int(last), one_type[t]))
+                continue
+            if not valid.issuperset(types):
+                t = next(t for t in types if t not in valid)
+                raise ShareError(INVALID_REQUEST, f"invalid acknowledge type {t}")
+            if not has_renew and _RENEW in types:
+                has_renew = True
+            ack_batches.append(new_ack_batch(int(first), int(last), tuple(map(int, types))))
         if has_renew and lock_duration_ms is None:
             raise ShareError(INVALID_REQUEST, "RENEW needs the record lock duration")
         start = self.start_offset
         cache = self._batches
         firsts = self._firsts
         touched: list[tuple[int, int]] = []
+        touched_max = -1  # the highest offset in ``touched``: a range above it overlaps none
+        whole: list[tuple[int, int]] = []  # the plan: (batch index, type) moved whole ...
+        parts: dict[int, list[tuple[int, int, int]]] = {}  # ... and (first, last, type) per batch index
         whole_touched: set[int] = set()  # batches transitioned whole earlier in this request
         any_touched = False
         for first, last, types in batches:
@@ -822,47 +1054,75 @@ class SharePartition:
             if last > cache[hi - 1].last_offset:
                 raise ShareError(INVALID_REQUEST, "The last offset in request is past acquired records.")
             multi = len(types) > 1
-            for b in cache[lo:hi]:
-                if b.last_offset < start:
+            for bi in range(lo, hi):
+                b = cache[bi]
+                b_first = b.first_offset
+                b_last = b.last_offset
+                if b_last < start:
                     continue
-                os_ = b.offset_state
-                if os_ is None:
-                    if b.member_id != member_id or b.first_offset in whole_touched:
+                # the part of the batch this acknowledgement batch reaches
+                t_first = b_first if b_first >= first else first
+                if t_first < start:
+                    t_first = start
+                t_last = b_last if b_last <= last else last
+                runs = b.runs
+                if runs is None:
+                    if b.member_id != member_id or b_first in whole_touched:
                         # (a batch this request already transitioned whole has no owner any more)
                         raise ShareError(INVALID_RECORD_STATE, "Member is not the owner of batch record.")
                     if b.state != _ACQUIRED:
                         raise ShareError(INVALID_RECORD_STATE, "The batch cannot be acknowledged. The state is not acquired.")
-                    per = first > b.first_offset or last < b.last_offset or multi or b.first_offset < start <= b.last_offset
-                    if per:
-                        t_first = max(b.first_offset, first, start)
-                        t_last = min(b.last_offset, last)
-                    else:
-                        t_first, t_last = b.first_offset, b.last_offset
-                        whole_touched.add(b.first_offset)
-                else:
-                    t_first = max(b.first_offset, first, start)
-                    t_last = min(b.last_offset, last)
-                    for o in range(t_first, t_last + 1):
-                        s = os_[o]
-                        if s.state != _ACQUIRED:
+                    is_whole = not (first > b_first or last < b_last or multi or b_first < start <= b_last)
+                    if is_whole:
+                        t_first, t_last = b_first, b_last
+                        whole_touched.add(b_first)
+                elif t_first <= t_last:
+                    is_whole = False
+                    ri = bisect_right(runs, t_first, key=_FIRST) - 1
+                    while True:
+                        r = runs[ri]
+                        if r.state != _ACQUIRED:
+                            o = r.first if r.first > t_first else t_first
                             raise ShareError(INVALID_RECORD_STATE, f"The record {o} cannot be acknowledged. The state is not acquired.")
-                        if s.member_id != member_id:
+                        if r.member_id != member_id:
+                            o = r.first if r.first > t_first else t_first
                             raise ShareError(INVALID_RECORD_STATE, f"Member is not the owner of record {o}.")
+                        if r.last >= t_last:
+                            break
+                        ri += 1
                 if t_first > t_last:
                     continue
-                for a, z in touched:
-                    if a <= t_last and t_first <= z:
-                        raise ShareError(INVALID_RECORD_STATE, f"Records {max(a, t_first)}-{min(z, t_last)} are acknowledged twice in one request.")
+                if t_first <= touched_max:  # out of order: check every earlier range (rare)
+                    for a, z in touched:
+                        if a <= t_last and t_first <= z:
+                            raise ShareError(INVALID_RECORD_STATE, f"Records {max(a, t_first)}-{min(z, t_last)} are acknowledged twice in one request.")
+                if t_last > touched_max:
+                    touched_max = t_last
                 touched.append((t_first, t_last))
                 any_touched = True
+                if is_whole:
+                    whole.append((bi, types[0]))
+                    continue
+                got = parts.get(bi)
+                if got is None:
+                    got = parts[bi] = []
+                if not multi:
+                    got.append((t_first, t_last, types[0]))
+                    continue
+                o = t_first  # per-offset types: one part per run of equal types
+                for t, same in groupby(types[t_first - first : t_last - first + 1]):
+                    n = len(list(same))
+                    got.append((o, o + n - 1, t))
+                    o += n
         if not any_touched:
             return None
-        return RecordsAcknowledged(
+        ev = RecordsAcknowledged(
             *self._ids(),
             member_id=member_id,
-            batches=tuple(AckBatch(int(f), int(l_), tuple(int(t) for t in ts)) for f, l_, ts in batches),
+            batches=tuple(ack_batches),
             renew_deadline_ms=(now_ms + lock_duration_ms) if has_renew else None,  # type: ignore[operator]
         )
+        return ev, (whole, parts)
 
     def _shallow_clone(self) -> "SharePartition":
         """A copy with its own offsets and batch lists whose batches are still shared."""
@@ -871,7 +1131,14 @@ class SharePartition:
             setattr(c, name, getattr(self, name))
         c._batches = list(self._batches)
         c._firsts = list(self._firsts)
+        c._decided = None
         return c
+
+    def _decided_as(self, ev: DomainEvent, after: "SharePartition") -> DomainEvent:
+        """Remember that applying ``ev`` to this partition, as it is now, gives ``after`` (a
+        private copy the decider applied ``ev`` to); returns ``ev``."""
+        self._decided = (ev, after, self._version)
+        return ev
 
     def clone(self) -> "SharePartition":
         """An independent copy of the whole state (O(batches + exploded offsets))."""
@@ -885,14 +1152,40 @@ class SharePartition:
         the ranges reach are copied deeply, the others are shared (they are only read until the
         copy is dropped). O(batches) for the lists, deep copies only of the batches reached."""
         c = self._shallow_clone()
-        copied: set[int] = set()
         firsts = self._firsts
+        batches = self._batches
+        cb = c._batches
+        copied_hi = -1  # batches[..copied_hi] already looked at (ranges mostly come ascending)
+        copied: set[int] = set()
         for first, last in ranges:
-            lo = max(0, bisect_right(firsts, first) - 1)
-            for idx in range(lo, bisect_right(firsts, last)):
-                if idx not in copied:
-                    c._batches[idx] = self._batches[idx].copy()
+            lo = bisect_right(firsts, first) - 1
+            if lo < 0:
+                lo = 0
+            hi = bisect_right(firsts, last)
+            if lo > copied_hi:
+                for idx in range(lo, hi):
+                    cb[idx] = batches[idx].copy()
                     copied.add(idx)
+                copied_hi = hi - 1
+                continue
+            for idx in range(lo, hi):
+                if idx not in copied:
+                    cb[idx] = batches[idx].copy()
+                    copied.add(idx)
+            if hi - 1 > copied_hi:
+                copied_hi = hi - 1
+        return c
+
+    def _clone_indices(self, plan: "_AckPlan") -> "SharePartition":
+        """A copy in which the batches an acknowledgement plan reaches are copied (the others
+        shared, as :meth:`_clone_reaching`)."""
+        c = self._shallow_clone()
+        cb = c._batches
+        batches = self._batches
+        for i_, _t in plan[0]:
+            cb[i_] = batches[i_].copy()
+        for i_ in plan[1]:
+            cb[i_] = batches[i_].copy()
         return c
 
     def _clone_for_acknowledgements(self, ack_batches: Sequence[tuple[int, int, Sequence[int]]]) -> "SharePartition":
@@ -920,18 +1213,20 @@ class SharePartition:
             while i < len(batches) and batches[i].first_offset <= last:
                 b = batches[i]
                 f, l_ = max(b.first_offset, first), min(b.last_offset, last)
-                os_ = b.offset_state
-                if os_ is None:
-                    out.append(StateRange(f, l_, b.state, b.delivery_count, b.member_id or None, b.deadline_ms))
-                else:
-                    run_first = f
-                    cur = os_[f].as_tuple()
-                    for o in range(f + 1, l_ + 2):
-                        nxt = os_[o].as_tuple() if o <= l_ else None
-                        if nxt != cur:
-                            st_, dc, mem, dl = cur  # type: ignore[misc]
-                            out.append(StateRange(run_first, o - 1, st_, dc, mem or None, dl))
-                            run_first, cur = o, nxt
+                runs = b.runs
+                if runs is None:
+                    out.append(_new_state_range(f, l_, b.state, b.delivery_count, b.member_id or None, b.deadline_ms))
+                else:  # runs are maximal (equal neighbours merged), so each is one outcome range
+                    ri = bisect_right(runs, f, key=_FIRST) - 1
+                    nr = len(runs)
+                    while ri < nr:
+                        r = runs[ri]
+                        a = r.first
+                        if a > l_:
+                            break
+                        z = r.last
+                        out.append(_new_state_range(a if a > f else f, z if z < l_ else l_, r.state, r.delivery_count, r.member_id or None, r.deadline_ms))
+                        ri += 1
                 i += 1
         return tuple(out)
 
@@ -947,20 +1242,22 @@ class SharePartition:
             return after._firsts[0]
         return None
 
-    def _with_outcome(self, ev, touched: Sequence[tuple[int, int]], evicts: bool):
+    def _with_outcome(self, ev, touched: Sequence[tuple[int, int]], evicts: bool, after: Optional["SharePartition"] = None):
         """``ev`` (a request-only share-partition event decided on ``self``) with its outcome
         fields: applied to a copy reaching ``touched`` (every range whose state it may change),
         the state of those ranges after it, the start/end offsets after it and — when the event
         kind can shrink the cache (``evicts``) — :meth:`_evicted_below`."""
-        after = self._clone_reaching(touched)
-        after.apply(ev)
-        return replace(
+        if after is None:
+            after = self._clone_reaching(touched)
+            after.apply(ev)
+        final = replace(
             ev,
             outcome=after._state_ranges(touched),
             start_offset_after=after.start_offset,
             end_offset_after=after.end_offset,
             evicted_below=self._evicted_below(after) if evicts else None,
         )
+        return self._decided_as(final, after)
 
     def decide_share_fetch(
         self,
@@ -986,18 +1283,21 @@ class SharePartition:
         """
         ack_ev: Optional[RecordsAcknowledged] = None
         ack_error: Optional[ShareError] = None
+        req = None
         if acknowledgements:
             try:
-                ack_ev = self._acknowledge_request(member_id, acknowledgements, now_ms, lock_duration_ms)
+                req = self._acknowledge_request(member_id, acknowledgements, now_ms, lock_duration_ms)
             except ShareError as err:
                 ack_error = err
+            if req is not None:
+                ack_ev = req[0]
         target = self
         touched: list[tuple[int, int]] = []
         evicted: Optional[int] = None
         if ack_ev is not None:
             touched = [(b.first_offset, b.last_offset) for b in ack_ev.batches]
-            target = self._clone_reaching(touched)
-            target._apply_acknowledged(ack_ev)
+            target = self._clone_indices(req[1])  # type: ignore[index]
+            target._ack_execute(req[1], ack_ev.renew_deadline_ms)  # type: ignore[index]
             evicted = self._evicted_below(target)  # the acquisition below never shrinks the cache
         fetch_offset: Optional[int] = None
         acquired: list[AcquiredRecords] = []
@@ -1035,7 +1335,7 @@ class SharePartition:
             end_offset_after=after.end_offset,
             evicted_below=evicted,
         )
-        return ShareFetchDecision([ev], acquired, ack_error, fetch_offset)
+        return ShareFetchDecision([self._decided_as(ev, after)], acquired, ack_error, fetch_offset)
 
     def decide_expire_locks(self, now_ms: int) -> list[DomainEvent]:
         """Decide the acquisition-lock timeouts due at ``now_ms`` (absolute ms): every ACQUIRED
@@ -1044,12 +1344,12 @@ class SharePartition:
         :meth:`next_lock_deadline_ms` has passed."""
         ranges: list[tuple[int, int]] = []
         for b in self._batches:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state == _ACQUIRED and b.deadline_ms <= now_ms:  # type: ignore[operator]
                     ranges.append((b.first_offset, b.last_offset))
             else:
-                ranges.extend(_runs(o for o, s in os_.items() if s.state == _ACQUIRED and s.deadline_ms <= now_ms))  # type: ignore[operator]
+                ranges.extend(_merged((r.first, r.last) for r in runs if r.state == _ACQUIRED and r.deadline_ms <= now_ms))  # type: ignore[operator]
         if not ranges:
             return []
         ev = AcquisitionLocksExpired(*self._ids(), now_ms=now_ms, ranges=tuple(ranges))
@@ -1069,18 +1369,18 @@ class SharePartition:
         """
         ranges: list[tuple[int, int]] = []
         for b in self._batches:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state == _ACQUIRED and b.member_id == member_id:
                     ranges.append((b.first_offset, b.last_offset))
                 continue
-            mine: list[int] = []
-            for o, s in os_.items():
-                if s.state == _ACQUIRED:
-                    if s.member_id != member_id:
+            mine: list[tuple[int, int]] = []
+            for r in runs:
+                if r.state == _ACQUIRED:
+                    if r.member_id != member_id:
                         break
-                    mine.append(o)
-            ranges.extend(_runs(mine))
+                    mine.append((r.first, r.last))
+            ranges.extend(_merged(mine))
         if not ranges:
             return []
         ev = MemberRecordsReleased(
@@ -1110,6 +1410,24 @@ class SharePartition:
         """
         if (event.group_id, event.topic_id, event.partition) != (self.group_id, self.topic_id, self.partition):  # type: ignore[attr-defined]
             raise ValueError(f"event for another share-partition: {event!r}")
+        decided = self._decided
+        if decided is not None:
+            self._decided = None
+            if decided[0] is event and decided[2] == self._version:
+                # the event this partition just decided, on the state it was decided on: take
+                # the state the decider computed by applying it (same rules, same result)
+                after = decided[1]
+                self.delivery_count_limit = after.delivery_count_limit
+                self.max_in_flight_records = after.max_in_flight_records
+                self.start_offset = after.start_offset
+                self.end_offset = after.end_offset
+                self.state_epoch = after.state_epoch
+                self.find_next_fetch_offset = after.find_next_fetch_offset
+                self._batches = after._batches
+                self._firsts = after._firsts
+                self._version += 1
+                return self
+        self._version += 1
         kind = type(event)
         if kind is RecordsAcquired:
             self._apply_acquired(event)  # type: ignore[arg-type]
@@ -1152,23 +1470,23 @@ class SharePartition:
         non-exploded batch at once, else per offset (Kafka ``archiveRecords``)."""
         batches = self._batches
         firsts = self._firsts
+        parts: dict[int, tuple[InFlightBatch, list]] = {}
         for first, last in ranges:
             i = bisect_right(firsts, first) - 1
             if i < 0:
                 continue
             b = batches[i]
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state != _AVAILABLE:
                     continue
                 if first == b.first_offset and last == b.last_offset:
                     b.state = _ARCHIVED
                     continue
                 b.explode()
-            os_ = b.offset_state
-            for o in range(first, min(last, b.last_offset) + 1):
-                s = os_[o]  # type: ignore[index]
-                if s.state == _AVAILABLE:
-                    s.state = _ARCHIVED
+            parts.setdefault(id(b), (b, []))[1].append((first, min(last, b.last_offset), None))
+        for b, got in parts.values():
+            got.sort()
+            b.runs = _rebuild_runs(b.runs, got, _AVAILABLE, _archive_run)[0]  # type: ignore[arg-type]
 
     def _apply_acquired(self, ev) -> None:
         if getattr(ev, "stale_ranges", ()):
@@ -1179,24 +1497,22 @@ class SharePartition:
         deadline = ev.lock_deadline_ms
         batches = self._batches
         firsts = self._firsts
+        parts: dict[int, tuple[InFlightBatch, list]] = {}  # exploded batches: their acquired parts
         for first, last in ev.ranges:
             i = bisect_right(firsts, first) - 1
             if i >= 0 and batches[i].last_offset >= first:
                 b = batches[i]
-                if b.offset_state is None and first == b.first_offset and last == b.last_offset:
+                if b.runs is None and first == b.first_offset and last == b.last_offset:
                     b.state = _ACQUIRED
                     b.delivery_count += 1
                     b.member_id = member
                     b.deadline_ms = deadline
                 else:
-                    os_ = b.explode()
-                    for o in range(first, last + 1):
-                        s = os_[o]
-                        if s.state == _AVAILABLE:
-                            s.state = _ACQUIRED
-                            s.delivery_count += 1
-                            s.member_id = member
-                            s.deadline_ms = deadline
+                    b.explode()
+                    got = parts.get(id(b))
+                    if got is None:
+                        got = parts[id(b)] = (b, [])
+                    got[1].append((first, last if last < b.last_offset else b.last_offset, None))
             else:
                 was_empty = not batches
                 nb = InFlightBatch(first, last, _ACQUIRED, 1, member, deadline)
@@ -1209,6 +1525,18 @@ class SharePartition:
                 if was_empty:
                     self.start_offset = max(self.start_offset, first)
                 self.end_offset = max(self.end_offset, last)  # a batch filling a hole keeps the end
+        if parts:
+
+            def acquire(r: _Run, _arg: object) -> bool:
+                r.state = _ACQUIRED
+                r.delivery_count += 1
+                r.member_id = member
+                r.deadline_ms = deadline
+                return False
+
+            for b, got in parts.values():
+                got.sort()
+                b.runs = _rebuild_runs(b.runs, got, _AVAILABLE, acquire)[0]  # type: ignore[arg-type]
 
     def _ack_transition(self, s: InFlightState, t: int, renew_deadline: Optional[int]) -> bool:
         """Apply acknowledge type ``t`` to an ACQUIRED state; True if it became AVAILABLE."""
@@ -1231,39 +1559,152 @@ class SharePartition:
         return became_available
 
     def _apply_acknowledged(self, ev) -> None:
+        # Kafka acknowledge: a batch covered whole by one single-type acknowledgement batch moves
+        # whole; otherwise it is exploded and each ACQUIRED offset in the acknowledged ranges
+        # moves. The parts each batch gets are collected first and the batch's runs rebuilt in
+        # one pass (:meth:`_ack_runs`): O(runs + parts) per batch, not O(parts × log runs).
         ack_batches = ev.batches if type(ev) is RecordsAcknowledged else ev.acknowledgements
         start = self.start_offset
         cache = self._batches
         firsts = self._firsts
+        ncache = len(cache)
         renew_deadline = ev.renew_deadline_ms
         released = False
-        for first, last, types in ack_batches:
+        parts: dict[int, list[tuple[int, int, int]]] = {}  # batch index -> (first, last, type)
+        for ab in ack_batches:
+            if type(ab) is AckBatch:
+                first, last, types = ab.first_offset, ab.last_offset, ab.acknowledge_types
+            else:
+                first, last, types = ab
             if last < start:
                 continue
             fi = bisect_right(firsts, first) - 1
-            lo = fi if fi >= 0 else bisect_left(firsts, first)
-            hi = bisect_right(firsts, last)
+            idx = fi if fi >= 0 else bisect_left(firsts, first)
             multi = len(types) > 1
             t0 = types[0]
-            for b in cache[lo:hi]:
-                if b.last_offset < start:
+            while idx < ncache:
+                b = cache[idx]
+                b_first = b.first_offset
+                if b_first > last:
+                    break
+                i_ = idx
+                idx += 1
+                b_last = b.last_offset
+                if b_last < start or b_last < first:
                     continue
-                if b.offset_state is None:
-                    if not (first > b.first_offset or last < b.last_offset or multi or b.first_offset < start <= b.last_offset):
+                if b.runs is None and i_ not in parts:
+                    if not (first > b_first or last < b_last or multi or b_first < start <= b_last):
                         if b.state == _ACQUIRED and self._ack_transition(b, t0, renew_deadline):
                             released = True
                         continue
                     if b.state != _ACQUIRED:
                         continue
-                    b.explode()
-                os_ = b.offset_state
-                for o in range(max(b.first_offset, first, start), min(b.last_offset, last) + 1):
-                    s = os_[o]  # type: ignore[index]
-                    if s.state == _ACQUIRED and self._ack_transition(s, types[o - first] if multi else t0, renew_deadline):
-                        released = True
+                a = b_first if b_first >= first else first
+                if a < start:
+                    a = start
+                z = b_last if b_last <= last else last
+                if a > z:
+                    continue
+                got = parts.get(i_)
+                if got is None:
+                    got = parts[i_] = []
+                if not multi:
+                    got.append((a, z, t0))
+                    continue
+                o = a  # per-offset types: one part per run of equal types
+                for t, same in groupby(types[a - first : z - first + 1]):
+                    n = len(list(same))
+                    got.append((o, o + n - 1, t))
+                    o += n
+        for i_, got in parts.items():
+            if self._ack_runs(cache[i_], got, renew_deadline):
+                released = True
         if released:
             self.find_next_fetch_offset = True
         self._maybe_update_cached_state_and_offsets()
+
+    def _ack_execute(self, plan: "_AckPlan", renew_deadline: Optional[int]) -> None:
+        """Apply a validated acknowledgement's plan (from :meth:`_acknowledge_request`, on this
+        state or a copy of it): what :meth:`_apply_acknowledged` does with the event, without
+        walking its batches again."""
+        whole, parts = plan
+        cache = self._batches
+        released = False
+        for i_, t in whole:
+            b = cache[i_]
+            if b.state == _ACQUIRED and self._ack_transition(b, t, renew_deadline):
+                released = True
+        for i_, got in parts.items():
+            if self._ack_runs(cache[i_], list(got), renew_deadline):
+                released = True
+        if released:
+            self.find_next_fetch_offset = True
+        self._maybe_update_cached_state_and_offsets()
+
+    def _ack_runs(self, b: InFlightBatch, parts: list[tuple[int, int, int]], renew_deadline: Optional[int]) -> bool:
+        """Explode ``b`` if needed and apply the acknowledgement ``parts`` (disjoint ``(first, last,
+        type)`` inside ``b``) to its ACQUIRED offsets, rebuilding the runs in one merge pass
+        (equal neighbours merged). Same transitions as :meth:`_ack_transition`. Returns whether a
+        record became AVAILABLE."""
+        old = b.explode()
+        parts.sort()
+        limit = self.delivery_count_limit
+        new: list[_Run] = []
+        released = False
+        np_ = len(parts)
+        pi = 0
+
+        def emit(a: int, z: int, st: int, dc: int, mem: str, dl: Optional[int]) -> None:
+            if new:
+                p = new[-1]
+                if p.state == st and p.delivery_count == dc and p.member_id == mem and p.deadline_ms == dl:
+                    new[-1] = _Run(p.first, z, st, dc, mem, dl)  # (runs in a batch are never modified)
+                    return
+            new.append(_Run(a, z, st, dc, mem, dl))
+
+        for r in old:
+            rl = r.last
+            st, dc, mem, dl = r.state, r.delivery_count, r.member_id, r.deadline_ms
+            if pi >= np_ or parts[pi][0] > rl:  # untouched: reuse the run
+                if new:
+                    p = new[-1]
+                    if p.state == st and p.delivery_count == dc and p.member_id == mem and p.deadline_ms == dl:
+                        new[-1] = _Run(p.first, rl, st, dc, mem, dl)
+                        continue
+                new.append(r)
+                continue
+            pos = r.first
+            while pi < np_:
+                a, z, t = parts[pi]
+                if a > rl:
+                    break
+                if a > pos:
+                    emit(pos, a - 1, st, dc, mem, dl)
+                elif a < pos:
+                    a = pos
+                zz = z if z < rl else rl
+                if zz < a:  # (only when parts overlap: already done)
+                    pass
+                elif st != _ACQUIRED:
+                    emit(a, zz, st, dc, mem, dl)
+                elif t == _RENEW:
+                    emit(a, zz, st, dc, mem, renew_deadline)
+                elif t == 1:
+                    emit(a, zz, _ACKNOWLEDGED, dc, EMPTY_MEMBER_ID, None)
+                elif t == 2 and dc < limit:
+                    emit(a, zz, _AVAILABLE, dc, EMPTY_MEMBER_ID, None)
+                    released = True
+                else:
+                    emit(a, zz, _ARCHIVED, dc, EMPTY_MEMBER_ID, None)
+                if zz >= pos:
+                    pos = zz + 1
+                if z > rl:
+                    break  # the part goes on in the next run
+                pi += 1
+            if pos <= rl:
+                emit(pos, rl, st, dc, mem, dl)
+        b.runs = new
+        return released
 
     def _release_state(self, s: InFlightState, below_start: bool, decrement: bool = False) -> bool:
         if below_start or (not decrement and s.delivery_count >= self.delivery_count_limit):
@@ -1283,12 +1724,13 @@ class SharePartition:
         cache = self._batches
         firsts = self._firsts
         released = False
+        parts: dict[int, tuple[InFlightBatch, list]] = {}  # exploded batches: (first, last, below start)
         for first, last in ranges:
             i = bisect_right(firsts, first) - 1
             if i < 0:
                 continue
             b = cache[i]
-            if b.offset_state is None:
+            if b.runs is None:
                 if b.state != _ACQUIRED:
                     continue
                 if first == b.first_offset and last == b.last_offset and not (b.first_offset < start <= b.last_offset):
@@ -1296,11 +1738,17 @@ class SharePartition:
                         released = True
                     continue
                 b.explode()
-            os_ = b.offset_state
-            for o in range(first, min(last, b.last_offset) + 1):
-                s = os_[o]  # type: ignore[index]
-                if s.state == _ACQUIRED and self._release_state(s, o < start, decrement):
-                    released = True
+            got = parts.setdefault(id(b), (b, []))[1]
+            last = min(last, b.last_offset)
+            if first < start:  # the part below the start offset is archived
+                got.append((first, min(last, start - 1), True))
+            if last >= start:
+                got.append((max(first, start), last, False))
+        for b, got in parts.values():
+            got.sort()
+            b.runs, rel = _rebuild_runs(b.runs, got, _ACQUIRED, lambda s, below: self._release_state(s, below, decrement))  # type: ignore[arg-type]
+            if rel:
+                released = True
         if released:
             self.find_next_fetch_offset = True
         self._maybe_update_cached_state_and_offsets()
@@ -1314,8 +1762,8 @@ class SharePartition:
         for b in self._batches:
             if b.first_offset >= lso:
                 break
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if b.state != _AVAILABLE:
                     continue
                 if b.last_offset < lso:
@@ -1323,13 +1771,8 @@ class SharePartition:
                     b.member_id = EMPTY_MEMBER_ID
                     b.deadline_ms = None
                     continue
-                os_ = b.explode()
-            for o in range(b.first_offset, min(b.last_offset, lso - 1) + 1):
-                s = os_[o]
-                if s.state == _AVAILABLE:
-                    s.state = _ARCHIVED
-                    s.member_id = EMPTY_MEMBER_ID
-                    s.deadline_ms = None
+                runs = b.explode()
+            b.runs = _rebuild_runs(runs, [(b.first_offset, min(b.last_offset, lso - 1), None)], _AVAILABLE, _archive_run_clear)[0]
         self.start_offset = lso
         self.end_offset = max(self.end_offset, lso)
 
@@ -1348,29 +1791,30 @@ class SharePartition:
         if i < 0:
             return
         e = cache[i]
-        if e.offset_state is None:
+        eruns = e.runs
+        if eruns is None:
             if not self._terminal(e.state):
                 return
         elif start <= e.last_offset:
-            if not self._terminal(e.offset_state[start].state):
+            if not self._terminal(eruns[_run_index(eruns, start)].state):
                 return
         else:
-            if not all(self._terminal(s.state) for s in e.offset_state.values()):
+            if not all(self._terminal(r.state) for r in eruns):
                 return
         last_ack = -1
         done = False
         for b in cache:
-            os_ = b.offset_state
-            if os_ is None:
+            runs = b.runs
+            if runs is None:
                 if not self._terminal(b.state):
                     break
                 last_ack = b.last_offset
             else:
-                for o, s in os_.items():
-                    if not self._terminal(s.state):
+                for r in runs:
+                    if not self._terminal(r.state):
                         done = True
                         break
-                    last_ack = o
+                    last_ack = r.last
                 if done:
                     break
         if last_ack == -1:

@@ -299,6 +299,20 @@ class SharePartitionMachine(RuleBasedStateMachine):
             assert a.last_offset < b.first_offset
 
     @invariant()
+    def exploded_batches_are_maximal_runs(self):
+        """An exploded batch's per-offset states are runs that cover it exactly, with no two
+        neighbours equal (so their number is bounded by the state changes inside the batch)."""
+        if not hasattr(self, "sp"):
+            return
+        for b in self.sp.cached_batches():
+            if b.runs is None:
+                continue
+            assert b.runs[0].first == b.first_offset and b.runs[-1].last == b.last_offset
+            for x, y in zip(b.runs, b.runs[1:]):
+                assert x.first <= x.last and x.last + 1 == y.first
+                assert x.as_tuple() != y.as_tuple(), f"equal neighbouring runs {x!r} {y!r}"
+
+    @invariant()
     def replay_equals_live(self):
         if not hasattr(self, "sp"):
             return

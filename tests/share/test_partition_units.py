@@ -402,3 +402,71 @@ def test_saturated_acquire_uses_the_callers_fetch_offset():
     # read from the next fetch offset, the released record is re-delivered (and only up to the end)
     events, acquired = sp.decide_acquire(M1, [(5, 5), (6, 6)], 10, 2, 1000, fetch_offset=5)
     assert acquired == [AcquiredRecords(5, 5, 2)] and events[0].stale_ranges == ()
+
+
+def _coalesced(first: int, types: list[int]) -> list[tuple[int, int, tuple[int]]]:
+    """Per-offset types as confluent-kafka sends them: one batch per run of equal types."""
+    out: list[tuple[int, int, tuple[int]]] = []
+    for i, t in enumerate(types):
+        if out and out[-1][2] == (t,):
+            out[-1] = (out[-1][0], first + i, (t,))
+        else:
+            out.append((first + i, first + i, (t,)))
+    return out
+
+
+def test_mixed_acknowledgement_keeps_runs_not_offsets_and_the_cache_empties_after_redelivery():
+    # 500 records, every 10th RELEASEd: the batch splits into runs (one per type change), the 50
+    # released records are redelivered in one fetch with delivery count 2, and once they are
+    # ACCEPTed the start offset moves past the batch and the cache is empty again.
+    sp = sp_(max_in_flight_records=1000)
+    sp.acquire(M1, [(i, i + 99) for i in range(0, 500, 100)], 500, 0, 30000)
+    types = [2 if o % 10 == 9 else 1 for o in range(500)]
+    sp.acknowledge(M1, _coalesced(0, types), 1)
+    (b,) = sp.cached_batches()
+    assert len(b.runs) == 100  # 50 ACCEPT runs and 50 RELEASE runs, not 500 offsets
+    assert sp.record_state(8) == (ACK, 1, EMPTY_MEMBER_ID, None) and sp.record_state(9) == (A, 1, EMPTY_MEMBER_ID, None)
+    assert sp.start_offset == 9 and sp.next_fetch_offset() == 9
+    d = sp.share_fetch(M2, [], lambda o: [(i, i + 99) for i in range(o - o % 100, 500, 100)], 500, 2, 30000)
+    assert d.acquired == [AcquiredRecords(o, o, 2) for o in range(9, 500, 10)]
+    assert d.events[0].ranges == tuple((o, o) for o in range(9, 500, 10))
+    sp.acknowledge(M2, [(o, o, (1,)) for o in range(9, 500, 10)], 3)
+    assert sp.cached_batches() == [] and (sp.start_offset, sp.end_offset) == (500, 500)
+
+
+def test_runs_merge_back_when_neighbours_reach_the_same_state():
+    sp = sp_()
+    sp.acquire(M1, [(0, 9)], 10, 0, 30000)
+    sp.acknowledge(M1, [(0, 4, (4,))], 5, 30000)  # RENEW half: two runs with different deadlines
+    assert [(r.first, r.last, r.deadline_ms) for r in sp.cached_batches()[0].runs] == [(0, 4, 30005), (5, 9, 30000)]
+    sp.acknowledge(M1, [(5, 9, (4,))], 5, 30000)  # same deadline again: one run
+    assert [(r.first, r.last, r.deadline_ms) for r in sp.cached_batches()[0].runs] == [(0, 9, 30005)]
+    assert sp.cached_batches()[0].offset_state is not None  # still exploded (one-way, as in Kafka)
+    events = sp.acknowledge(M1, [(0, 9, (1,))], 6)
+    assert sp.cached_batches() == [] and sp.start_offset == 10 and events[0].evicted_below == 10
+
+
+def test_apply_takes_the_decided_state_only_for_that_event_on_that_state():
+    # ``apply`` of the event just decided reuses the decider's state; any other event, or the same
+    # event after another apply, is applied from scratch; either way live == replay.
+    base = sp_()
+    base.acquire(M1, [(0, 9)], 10, 0, 30000)
+    base.acquire(M2, [(10, 19)], 10, 0, 30000)
+    applied = []
+    sp = SharePartition.from_snapshot(base.snapshot())
+    (ack1,) = sp.decide_acknowledge(M1, [(0, 4, (1,)), (5, 5, (2,))], 1)
+    (ack2,) = sp.decide_acknowledge(M2, [(10, 19, (1,))], 1)  # decided on the same state: replaces ack1's
+    sp.apply(ack1)
+    applied.append(ack1)
+    assert sp.record_state(5)[0] == A and sp.record_state(10)[0] == ACQ
+    sp.apply(ack2)  # ack2 was decided before ack1 was applied: applied from scratch
+    applied.append(ack2)
+    assert sp.record_state(10)[0] == ACK
+    (exp,) = sp.decide_expire_locks(40000)
+    sp.apply(exp)
+    applied.append(exp)
+    rebuilt = SharePartition.from_snapshot(base.snapshot())
+    for ev in applied:
+        rebuilt.apply(ev)
+    assert rebuilt.snapshot() == sp.snapshot()
+    assert sp.record_state(6) == (A, 1, EMPTY_MEMBER_ID, None) and sp.start_offset == 5
