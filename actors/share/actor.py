@@ -275,7 +275,10 @@ class ShareGroupActor(EventSourcedActor):
         self._group_id = msg.name
         self._stream = stream_id_for(msg.name)
         self._sessions = ShareSessions(self._broker.max_share_sessions)
-        self.attach_event_log(msg.config, msg.journal)
+        # shoal.share.group.append.path: direct appends on SQLite (no journal hop), see
+        # BrokerShareConfig.appends_through_journal
+        url = str(msg.config.get("event.log.url", ""))
+        self.attach_event_log(msg.config, msg.journal if self._broker.appends_through_journal(url) else None)
         self._recovery_gen = getattr(self, "_recovery_gen", 0) + 1
         self._recover(self._recovery_gen, msg.name, sender)
 
