@@ -5,7 +5,16 @@ It owns the group's membership (:mod:`actors.share.membership`), its share-parti
 (:mod:`actors.share.sessions`), and answers one message per Kafka request
 (:mod:`actors.share.messages`). It is a thin shell around the pure deciders:
 
-    receive → read the clock once (``now_ms``) → decide → persist (append, durable) → evolve → reply
+    receive → read the clock once (``now_ms``) → decide → evolve → append → reply once durable
+
+Persistence is pipelined (:meth:`ShareGroupActor._commit`, Akka's ``persistAsync``): the decided
+events evolve the state at once and their append is sent; the next request is decided on that
+state while the append travels, and every reply is held until the appends issued before it are
+durable. Appends carry exact expected versions, so a refused append refuses every later one; the
+actor then fails the held replies and reloads the durable state. Through the JournalActor
+(PostgreSQL, or ``shoal.share.group.append.path=journal``) the appends of requests that arrive
+meanwhile are group-committed; directly (SQLite's default) each append is one commit in this
+process and the pipeline never holds more than one.
 
 Events go to the group's stream ``share-group:<group id>`` (:func:`events.share_group.stream_id_for`)
 with the exact expected version, so two live actors for one group cannot both write.
@@ -287,7 +296,7 @@ class ShareGroupActor(EventSourcedActor):
 
     def _recover(self, gen: int, name: str, configurer: Any) -> None:
         """Recover from the latest snapshot and the stream's tail, a page at a time through
-        :meth:`read_events` (the journal in the daemon: this process opens no database), then
+        :meth:`read_events` (through the journal when appends go there: this process then opens no database), then
         become ready and answer ``Configured`` — or ``Failure(COORDINATOR_LOAD_IN_PROGRESS)`` when
         the log cannot be read or an event cannot be applied (the actor stays not ready); with
         ``configurer`` ``None`` (a reload after another writer's append) nobody is answered.
@@ -838,7 +847,7 @@ class ShareGroupActor(EventSourcedActor):
 
     def _close_session_events(self, member_id: str) -> list[DomainEvent]:
         """FINAL epoch: close the session and release the member's acquired records."""
-        had = self._sessions.get(member_id) is not None  # removed when the close is durable (_commit)
+        had = self._sessions.get(member_id) is not None  # removed when the close is decided (_commit)
         evs: list[DomainEvent] = [ShareSessionClosed(self._group_id, member_id, "FINAL_EPOCH")] if had else []
         evs.extend(self._decide_release(member_id))
         return evs
