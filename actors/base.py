@@ -218,13 +218,18 @@ class EventSourcedActor(ShoalActor):
 
     def _await(self, then: Callable[..., None]) -> int:
         """Register ``then`` for the journal's reply; returns its correlation id."""
-        if not hasattr(self, "_pending"):
-            self._pending: dict[int, Callable[..., None]] = {}
-            self._stash: list[tuple[Any, Any]] = []
-            self._ids = itertools.count(1)
+        self._init_pending()
         corr = next(self._ids)
         self._pending[corr] = then
         return corr
+
+    def _init_pending(self) -> None:
+        """Create the bookkeeping of appends and reads in flight (on first use)."""
+        if not hasattr(self, "_pending"):
+            self._pending: dict[int, Callable[..., None]] = {}
+            self._pipelined: dict[int, Callable[..., None]] = {}
+            self._stash: list[tuple[Any, Any]] = []
+            self._ids = itertools.count(1)
 
     def persist(
         self, requests: Sequence[AppendRequest], then: Callable[[list[AppendResult] | PersistError], None]
@@ -247,6 +252,27 @@ class EventSourcedActor(ShoalActor):
             then(results)
             return
         corr = self._await(then)
+        self.send(self._journal, AppendEvents(corr, list(requests)))
+
+    def persist_pipelined(
+        self, requests: Sequence[AppendRequest], then: Callable[[list[AppendResult] | PersistError], None]
+    ) -> None:
+        """Like :meth:`persist`, but messages arriving meanwhile are NOT stashed: the actor goes on
+        deciding while the append travels (Akka's ``persistAsync``). For an actor that evolves its
+        state as soon as it decides and holds each reply until the appends issued before it are
+        durable (:class:`actors.share.actor.ShareGroupActor`). Appends are sent to the journal in
+        issue order, and the journal commits and answers them in that order; each carries its exact
+        expected version, so when one is refused every later one of the same stream is refused too
+        (a version conflict) and no decision built on a lost one can become durable.
+
+        ``then`` gets the list of :class:`AppendResult` or a :class:`PersistError`, at once in
+        direct mode (no journal), else when the journal answers."""
+        if self._journal is None:
+            self.persist(requests, then)
+            return
+        self._init_pending()
+        corr = next(self._ids)
+        self._pipelined[corr] = then
         self.send(self._journal, AppendEvents(corr, list(requests)))
 
     #: the longest run of stashed messages handed to :meth:`receive_batch` at once
@@ -301,6 +327,11 @@ class EventSourcedActor(ShoalActor):
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
         pending = getattr(self, "_pending", None)
+        if isinstance(msg, (EventsAppended, AppendFailed)) and msg.correlation_id in getattr(self, "_pipelined", ()):
+            then = self._pipelined.pop(msg.correlation_id)
+            then(PersistError(msg.error, msg.message) if isinstance(msg, AppendFailed) else msg.results)
+            self._replay_stash()
+            return
         if isinstance(msg, (EventsAppended, AppendFailed, StreamPage)) and pending is not None:
             then = pending.pop(msg.correlation_id, None)
             if then is not None:

@@ -8,9 +8,11 @@ flushes them as one transaction (``EventLog.append_many``, per-request outcomes)
 Each sender gets :class:`EventsAppended` or :class:`AppendFailed` for exactly its own request.
 
 It also serves the other actors' reads (:class:`ReadStream` → :class:`StreamPage`: snapshot and
-stream pages at recovery) and snapshot saves (:class:`SaveSnapshot`), so in the daemon the event
-log is opened by this process (and the controller) only: a share-group or RLMM actor process holds
-no database connection — the memory of ~150 actor processes, and as many PostgreSQL connections.
+stream pages at recovery) and snapshot saves (:class:`SaveSnapshot`), so in the daemon an RLMM or
+consumer-group actor process holds no database connection — the memory of ~150 actor processes,
+and as many PostgreSQL connections. Share-group actors use it on PostgreSQL; on SQLite they write
+their streams themselves by default (``shoal.share.group.append.path``,
+:meth:`actors.share.config.BrokerShareConfig.appends_through_journal`): the share path's latency.
 """
 
 from __future__ import annotations

@@ -5,7 +5,16 @@ It owns the group's membership (:mod:`actors.share.membership`), its share-parti
 (:mod:`actors.share.sessions`), and answers one message per Kafka request
 (:mod:`actors.share.messages`). It is a thin shell around the pure deciders:
 
-    receive → read the clock once (``now_ms``) → decide → persist (append, durable) → evolve → reply
+    receive → read the clock once (``now_ms``) → decide → evolve → append → reply once durable
+
+Persistence is pipelined (:meth:`ShareGroupActor._commit`, Akka's ``persistAsync``): the decided
+events evolve the state at once and their append is sent; the next request is decided on that
+state while the append travels, and every reply is held until the appends issued before it are
+durable. Appends carry exact expected versions, so a refused append refuses every later one; the
+actor then fails the held replies and reloads the durable state. Through the JournalActor
+(PostgreSQL, or ``shoal.share.group.append.path=journal``) the appends of requests that arrive
+meanwhile are group-committed; directly (SQLite's default) each append is one commit in this
+process and the pipeline never holds more than one.
 
 Events go to the group's stream ``share-group:<group id>`` (:func:`events.share_group.stream_id_for`)
 with the exact expected version, so two live actors for one group cannot both write.
@@ -59,6 +68,7 @@ recovery (clients re-open sessions with epoch 0; every member's session timer re
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import time
@@ -222,6 +232,9 @@ class ShareGroupState:
 
 #: The longest single ``wakeupAfter`` the actor arms (ms); longer deadlines re-arm on waking.
 MAX_WAKEUP_DELAY_MS = 3_600_000
+#: How long a group whose reload (after a refused append) could not read the log waits before
+#: trying again (ms).
+RELOAD_RETRY_MS = 500
 
 class ShareGroupActor(EventSourcedActor):
     """The actor of one share group (see the module doc). Create it, send ``Configure`` with the
@@ -243,6 +256,14 @@ class ShareGroupActor(EventSourcedActor):
         #: DeleteGroups deleted the whole group: requests get NotReady until the actor is stopped
         self._retired = False
         self._counts = {"events": 0, "appends": 0, "requests": 0, "replayed": 0, "wakeups": 0, "stale_wakeups": 0}
+        #: the pipeline (:meth:`_commit`): appends issued and not yet durable (sequence numbers, in
+        #: issue order), replies held until they are, and the generation bumped by a refused append
+        self._issued = 0
+        self._inflight: collections.deque[int] = collections.deque()
+        self._held: collections.deque[tuple[int, Any, Any, Callable[[str, str], None] | None]] = collections.deque()
+        self._pipeline_gen = 0
+        self._durable_version = 0
+        self._last_failure = ("UNKNOWN_SERVER_ERROR", "")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -258,11 +279,15 @@ class ShareGroupActor(EventSourcedActor):
             self.send(sender, Failure("INVALID_CONFIG", str(exc)))
             return
         self._ready = False  # (re-)configuring: fail closed until recovered
+        self._reset_pipeline()
         self._supervisor = msg.supervisor  # told before a passivation exit, so it does not restart us
         self._group_id = msg.name
         self._stream = stream_id_for(msg.name)
         self._sessions = ShareSessions(self._broker.max_share_sessions)
-        self.attach_event_log(msg.config, msg.journal)
+        # shoal.share.group.append.path: direct appends on SQLite (no journal hop), see
+        # BrokerShareConfig.appends_through_journal
+        url = str(msg.config.get("event.log.url", ""))
+        self.attach_event_log(msg.config, msg.journal if self._broker.appends_through_journal(url) else None)
         self._recovery_gen = getattr(self, "_recovery_gen", 0) + 1
         self._recover(self._recovery_gen, msg.name, sender)
 
@@ -271,7 +296,7 @@ class ShareGroupActor(EventSourcedActor):
 
     def _recover(self, gen: int, name: str, configurer: Any) -> None:
         """Recover from the latest snapshot and the stream's tail, a page at a time through
-        :meth:`read_events` (the journal in the daemon: this process opens no database), then
+        :meth:`read_events` (through the journal when appends go there: this process then opens no database), then
         become ready and answer ``Configured`` — or ``Failure(COORDINATOR_LOAD_IN_PROGRESS)`` when
         the log cannot be read or an event cannot be applied (the actor stays not ready); with
         ``configurer`` ``None`` (a reload after another writer's append) nobody is answered.
@@ -282,6 +307,8 @@ class ShareGroupActor(EventSourcedActor):
             log.error("share group %s: recovery failed: %s", name, text)
             if configurer is not None:
                 self.send(configurer, Failure("COORDINATOR_LOAD_IN_PROGRESS", f"recovery failed: {text}"))
+            else:  # a reload after a refused append: try again (requests meanwhile get NotReady)
+                self.wakeupAfter(timedelta(milliseconds=RELOAD_RETRY_MS), payload=("share-group-reload", gen))
 
         def on_page(page: Any, first: bool) -> None:
             if gen != self._recovery_gen:
@@ -319,7 +346,7 @@ class ShareGroupActor(EventSourcedActor):
     def _recovered(self, state: ShareGroupState, version: int, snap: Any, replayed: int) -> None:
         now = _now_ms()
         self._state = state
-        self._version = version
+        self._version = self._durable_version = version
         self._snap_version = snap.stream_version if snap is not None else 0
         self._counts["replayed"] += replayed
         for mid in state.membership.members:
@@ -331,15 +358,17 @@ class ShareGroupActor(EventSourcedActor):
     def on_exit(self) -> None:
         """``ActorExitRequest`` (not a passivation): save a snapshot when events were appended since
         the last one (best effort; the events are the truth)."""
-        if self._ready and not self._passivated and self._state is not None and self._version > self._snap_version:
+        if self._ready and not self._passivated and self._state is not None and not self._inflight and self._version > self._snap_version:
             try:
                 self._save_snapshot()
             except Exception:  # best effort: the events are the truth
                 log.warning("share group %s: snapshot at exit failed", self._group_id, exc_info=True)
 
     def receiveMsg_Passivate(self, msg: m.Passivate, sender: Any) -> None:
-        """Save a snapshot and exit now."""
-        if self._ready:
+        """Save a snapshot and exit now (once the appends in flight are durable)."""
+        if self._ready and self._inflight:
+            self._passivate_when_durable = True
+        elif self._ready:
             self._passivate()
 
     def _passivate(self) -> None:
@@ -357,8 +386,11 @@ class ShareGroupActor(EventSourcedActor):
         self.send(self.myAddress, ActorExitRequest())
 
     def _save_snapshot(self) -> None:
+        """Save the state as the stream's snapshot, only when every append is durable (the
+        snapshot must not get ahead of the log: the journal stores it at once, while an append in
+        flight may still be refused)."""
         assert self._state is not None
-        if self._version < 1:
+        if self._version < 1 or self._inflight:
             return
         self.store_snapshot(self._stream, self._version, self._state.dumps())
         self._snap_version = self._version
@@ -385,6 +417,10 @@ class ShareGroupActor(EventSourcedActor):
         """The timer ``("share-group-timer", due_ms)``: ignored unless it is the one outstanding
         (stale wakeups are counted and dropped); otherwise read the clock once, process everything
         due (lock expiries, member session expiries) and passivate when idle, else re-arm."""
+        if isinstance(payload, tuple) and len(payload) == 2 and payload[0] == "share-group-reload":
+            if payload[1] == getattr(self, "_recovery_gen", 0) and not self._ready and self._state is not None:
+                self._reload()
+            return
         if not (isinstance(payload, tuple) and len(payload) == 2 and payload[0] == "share-group-timer"):
             return
         if not self._ready or payload[1] != self._timer_due:
@@ -400,7 +436,7 @@ class ShareGroupActor(EventSourcedActor):
         session and no member whose session timer runs (a passivated group's timers do not fire,
         so a member that stopped heartbeating must be fenced first)."""
         assert self._state is not None
-        return (now - self._last_activity_ms >= self._broker.passivate_ms
+        return (now - self._last_activity_ms >= self._broker.passivate_ms and not self._inflight
                 and not self._sessions.sessions and not self._state.membership.members)
 
     def _passivate_if_idle(self, now: int) -> None:
@@ -438,43 +474,113 @@ class ShareGroupActor(EventSourcedActor):
     # ------------------------------------------------------------------ the persist / evolve step
 
     def _commit(self, events: list[DomainEvent], then: Callable[[], None], fail: Callable[[str, str], None]) -> None:
-        """Append ``events`` at the exact expected version, then evolve and call ``then``;
-        on a refused append call ``fail(error name, message)`` with nothing applied."""
+        """Decide-then-persist, pipelined: append ``events`` at the exact expected version,
+        evolve the state with them NOW and call ``then`` (which decides any next step on that
+        state and replies through :meth:`_reply`, i.e. once this append and every one before it is
+        durable). The actor does not wait for the append: the next request is decided on the
+        evolved state while the append travels, and the journal group-commits the appends of
+        requests that arrive meanwhile (Akka's ``persistAsync`` with replies held back).
+
+        A refused append fails every reply still held (:meth:`_pipeline_failed`) and reloads the
+        durable state. ``fail(error name, message)`` is called instead of ``then`` only when the
+        append is refused before this returns (direct mode, no journal)."""
         if not events:
             then()
             return
+        assert self._state is not None
         req = AppendRequest(self._stream, [new_event(e) for e in events], self._version)
+        for e in events:
+            self._state.apply(e)
+            if isinstance(e, ShareSessionClosed):
+                # share sessions are broker memory that follows the decision (a fenced member's
+                # session is closed by its own ShareSessionClosed event)
+                self._sessions.remove(e.member_id)
+        self._version += len(events)
+        self._issued += 1
+        seq, gen = self._issued, self._pipeline_gen
+        self._inflight.append(seq)
+        self.persist_pipelined([req], lambda results: self._appended(gen, seq, len(events), results))
+        if gen != self._pipeline_gen:  # refused before persist returned (direct mode)
+            fail(*self._last_failure)
+            return
+        then()
 
-        def done(results: list[AppendResult] | PersistError) -> None:
-            if isinstance(results, PersistError):
-                if results.error == "CONCURRENCY":
-                    # Someone else wrote this group's stream: reload before answering anything else
-                    # (requests wait in the stash, or get NotReady if the reload fails).
-                    self._ready = False
-                    self._recovery_gen = getattr(self, "_recovery_gen", 0) + 1
-                    self._recover(self._recovery_gen, self._group_id, None)
-                    fail("NOT_COORDINATOR", str(results))
-                else:
-                    fail("UNKNOWN_SERVER_ERROR", str(results))
+    def _appended(self, gen: int, seq: int, n_events: int, results: list[AppendResult] | PersistError) -> None:
+        """The outcome of append ``seq`` of pipeline generation ``gen``: release the replies
+        held behind it, or fail the pipeline. Outcomes of an older generation (appends that were
+        in flight when an earlier one was refused; refused too, by their expected version) are
+        ignored."""
+        if gen != self._pipeline_gen:
+            return
+        if isinstance(results, PersistError):
+            self._pipeline_failed(results)
+            return
+        assert self._inflight and self._inflight[0] == seq, (self._inflight, seq)
+        self._inflight.popleft()
+        self._durable_version = results[0].last_version
+        self._counts["events"] += n_events
+        self._counts["appends"] += 1
+        held = self._held
+        while held and held[0][0] <= seq:
+            _s, to, reply, _fail = held.popleft()
+            self.send(to, reply)
+        if not self._inflight:
+            if getattr(self, "_passivate_when_durable", False):
+                self._passivate_when_durable = False
+                self._passivate()
                 return
-            assert self._state is not None
-            for e in events:
-                self._state.apply(e)
-                if isinstance(e, ShareSessionClosed):
-                    # share sessions are broker memory that follows the durable decision (a fenced
-                    # member's session is closed by its own ShareSessionClosed event)
-                    self._sessions.remove(e.member_id)
-            self._version = results[0].last_version
-            self._counts["events"] += len(events)
-            self._counts["appends"] += 1
+            if self._durable_version != self._version:  # cannot happen: one writer per stream
+                log.error("share group %s: durable version %s != evolved version %s", self._group_id,
+                          self._durable_version, self._version)
             if self._version - self._snap_version >= self._broker.snapshot_every_events:
                 try:
                     self._save_snapshot()
                 except Exception:
                     log.warning("share group %s: snapshot failed", self._group_id, exc_info=True)
-            then()
 
-        self.persist([req], done)
+    def _pipeline_failed(self, err: PersistError) -> None:
+        """An append was refused: nothing from it on is durable. Fail every held reply (its
+        request's own failure answer: NOT_COORDINATOR after a version conflict — another writer
+        appended to the stream —, UNKNOWN_SERVER_ERROR for a storage failure), start a new
+        pipeline generation and reload the durable state (share sessions are broker memory:
+        they are dropped, so clients re-open them, as after a restart)."""
+        name = "NOT_COORDINATOR" if err.error == "CONCURRENCY" else "UNKNOWN_SERVER_ERROR"
+        self._last_failure = (name, str(err))
+        log.warning("share group %s: append refused (%s); reloading", self._group_id, err)
+        self._reset_pipeline(name, str(err))
+        self._reload()
+
+    def _reset_pipeline(self, error: str | None = None, text: str = "") -> None:
+        """Forget the appends in flight (their outcomes are ignored from now on) and answer every
+        held reply with its request's failure ``error`` (``None``: ``NotReady``)."""
+        self._pipeline_gen += 1
+        held, self._held = self._held, collections.deque()
+        self._inflight.clear()
+        for _s, to, _reply, fail in held:
+            if fail is not None and error is not None:
+                fail(error, text)
+            else:
+                self.send(to, NotReady(self._group_id))
+
+    def _reload(self) -> None:
+        """Recover the durable state again (after a refused append); until it is back every
+        request is stashed (the reads are in flight) or answered ``NotReady``. When the log cannot
+        be read, retry after :data:`RELOAD_RETRY_MS`."""
+        self._ready = False
+        self._retired = False  # a refused ShareGroupDeleted: the group is still there
+        self._sessions = ShareSessions(self._broker.max_share_sessions)
+        self._recovery_gen = getattr(self, "_recovery_gen", 0) + 1
+        self._recover(self._recovery_gen, self._group_id, None)
+
+    def _reply(self, to: Any, reply: Any, fail: Callable[[str, str], None] | None = None) -> None:
+        """Answer a request once every append issued so far is durable (at once when none is in
+        flight): the answer may depend on any decision made before it. ``fail(error name,
+        message)`` answers instead if one of those appends is refused (``None``: ``NotReady``,
+        which the wire retries on the reloaded group)."""
+        if self._inflight:
+            self._held.append((self._issued, to, reply, fail))
+        else:
+            self.send(to, reply)
 
     def _chain(self, steps: list[Callable[[], list[DomainEvent]]], then: Callable[[], None],
                fail: Callable[[str, str], None]) -> None:
@@ -552,7 +658,7 @@ class ShareGroupActor(EventSourcedActor):
             body(now)
         except Exception as exc:  # a bug must not kill the group: answer and keep going
             log.exception("share group %s: %s failed", self._group_id, type(msg).__name__)
-            self.send(sender, Failure("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
+            self._reply(sender, Failure("UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}"))
         self._schedule(now)
 
     # ------------------------------------------------------------------ ShareGroupHeartbeat
@@ -570,7 +676,7 @@ class ShareGroupActor(EventSourcedActor):
         try:
             decision: HeartbeatDecision = decide_heartbeat(st.membership, req, msg.topics, self._broker, now)
         except ShareError as exc:
-            self.send(sender, m.ShareGroupHeartbeatReply(exc.error_name, exc.message, msg.member_id, msg.member_epoch))
+            self._reply(sender, m.ShareGroupHeartbeatReply(exc.error_name, exc.message, msg.member_id, msg.member_epoch))
             return
         events = list(decision.events)
         leaving = any(isinstance(e, MemberFenced) for e in events)
@@ -586,8 +692,8 @@ class ShareGroupActor(EventSourcedActor):
             if not leaving:
                 touch(st.membership, r.member_id, now, self._broker)
             assignment = None if r.assignment is None else tuple((tp.topic_id, tp.partitions) for tp in r.assignment)
-            self.send(sender, m.ShareGroupHeartbeatReply("NONE", "", r.member_id, r.member_epoch,
-                                                         r.heartbeat_interval_ms, assignment))
+            self._reply(sender, m.ShareGroupHeartbeatReply("NONE", "", r.member_id, r.member_epoch,
+                                                           r.heartbeat_interval_ms, assignment), fail)
 
         def fail(err: str, text: str) -> None:
             self.send(sender, m.ShareGroupHeartbeatReply(err, text, msg.member_id, msg.member_epoch))
@@ -610,7 +716,7 @@ class ShareGroupActor(EventSourcedActor):
             sd = decide_share_fetch(self._sessions, msg.member_id, msg.share_session_epoch,
                                     [(p.topic_id, p.partition) for p in msg.partitions], msg.forgotten, has_acks)
         except ShareError as exc:
-            self.send(sender, m.ShareFetchReply(exc.error_name, exc.message))
+            self._reply(sender, m.ShareFetchReply(exc.error_name, exc.message))
             return
         lock_ms = st.membership.configs.effective_record_lock_duration_ms(self._broker)
         reset = st.membership.configs.effective_auto_offset_reset()
@@ -723,7 +829,7 @@ class ShareGroupActor(EventSourcedActor):
                 if sp_ is not None and res.error == "NONE":
                     res.next_fetch_offset = sp_.next_fetch_offset()
                     res.start_offset = sp_.start_offset
-            self.send(sender, m.ShareFetchReply("NONE", "", tuple(results), lock_ms))
+            self._reply(sender, m.ShareFetchReply("NONE", "", tuple(results), lock_ms), fail)
 
         def fail(err: str, text: str) -> None:
             self.send(sender, m.ShareFetchReply(err, text))
@@ -741,7 +847,7 @@ class ShareGroupActor(EventSourcedActor):
 
     def _close_session_events(self, member_id: str) -> list[DomainEvent]:
         """FINAL epoch: close the session and release the member's acquired records."""
-        had = self._sessions.get(member_id) is not None  # removed when the close is durable (_commit)
+        had = self._sessions.get(member_id) is not None  # removed when the close is decided (_commit)
         evs: list[DomainEvent] = [ShareSessionClosed(self._group_id, member_id, "FINAL_EPOCH")] if had else []
         evs.extend(self._decide_release(member_id))
         return evs
@@ -780,7 +886,7 @@ class ShareGroupActor(EventSourcedActor):
         try:
             sd = decide_share_acknowledge(self._sessions, msg.member_id, msg.share_session_epoch)
         except ShareError as exc:
-            self.send(sender, m.ShareAcknowledgeReply(exc.error_name, exc.message))
+            self._reply(sender, m.ShareAcknowledgeReply(exc.error_name, exc.message))
             return
         lock_ms = st.membership.configs.effective_record_lock_duration_ms(self._broker)
         acks: list[DomainEvent] = []
@@ -815,7 +921,7 @@ class ShareGroupActor(EventSourcedActor):
         events: list[DomainEvent] = list(acks)
 
         def reply() -> None:
-            self.send(sender, m.ShareAcknowledgeReply("NONE", "", tuple(results), lock_ms))
+            self._reply(sender, m.ShareAcknowledgeReply("NONE", "", tuple(results), lock_ms), fail)
 
         def fail(err: str, text: str) -> None:
             self.send(sender, m.ShareAcknowledgeReply(err, text))
@@ -829,7 +935,7 @@ class ShareGroupActor(EventSourcedActor):
 
     def receiveMsg_DescribeShareGroup(self, msg: m.DescribeShareGroup, sender: Any) -> None:
         """ShareGroupDescribe: reply :class:`ShareGroupDescription` (GROUP_ID_NOT_FOUND when the group does not exist)."""
-        self._handle(msg, sender, lambda now: self.send(sender, self._describe()))
+        self._handle(msg, sender, lambda now: self._reply(sender, self._describe()))
 
     def _describe(self) -> m.ShareGroupDescription:
         assert self._state is not None
@@ -851,12 +957,12 @@ class ShareGroupActor(EventSourcedActor):
             assert self._state is not None
             st = self._state
             if not st.membership.exists and not st.partitions:
-                self.send(sender, m.ShareGroupOffsets(self._group_id, "GROUP_ID_NOT_FOUND"))
+                self._reply(sender, m.ShareGroupOffsets(self._group_id, "GROUP_ID_NOT_FOUND"))
                 return
             keys = sorted(st.partitions) if msg.partitions is None else list(msg.partitions)
             out = tuple(m.SharePartitionOffset(t, p, st.partitions[(t, p)].start_offset if (t, p) in st.partitions else -1)
                         for t, p in keys)
-            self.send(sender, m.ShareGroupOffsets(self._group_id, "NONE", out))
+            self._reply(sender, m.ShareGroupOffsets(self._group_id, "NONE", out))
 
         self._handle(msg, sender, body)
 
@@ -874,14 +980,17 @@ class ShareGroupActor(EventSourcedActor):
             try:
                 validated = validate_group_configs(new, self._broker)
             except InvalidConfig as exc:
-                self.send(sender, m.GroupConfigsAltered(self._group_id, exc.error, str(exc), current))
+                self._reply(sender, m.GroupConfigsAltered(self._group_id, exc.error, str(exc), current))
                 return
             if msg.validate_only or validated.as_dict() == current:
-                self.send(sender, m.GroupConfigsAltered(self._group_id, "NONE", "", validated.as_dict()))
+                self._reply(sender, m.GroupConfigsAltered(self._group_id, "NONE", "", validated.as_dict()))
                 return
+            def fail(err: str, text: str) -> None:
+                self.send(sender, m.GroupConfigsAltered(self._group_id, err, text, current))
+
             self._commit([GroupConfigAltered(self._group_id, validated.as_dict())],
-                         lambda: self.send(sender, m.GroupConfigsAltered(self._group_id, "NONE", "", validated.as_dict())),
-                         lambda err, text: self.send(sender, m.GroupConfigsAltered(self._group_id, err, text, current)))
+                         lambda: self._reply(sender, m.GroupConfigsAltered(self._group_id, "NONE", "", validated.as_dict()), fail),
+                         fail)
 
         self._handle(msg, sender, body)
 
@@ -891,7 +1000,7 @@ class ShareGroupActor(EventSourcedActor):
             assert self._state is not None
             cfg = self._state.membership.configs
             eff = effective_group_configs(cfg, self._broker)
-            self.send(sender, m.GroupConfigsDescribed(self._group_id, eff, tuple(sorted(cfg.as_dict()))))
+            self._reply(sender, m.GroupConfigsDescribed(self._group_id, eff, tuple(sorted(cfg.as_dict()))))
 
         self._handle(msg, sender, body)
 
@@ -904,10 +1013,10 @@ class ShareGroupActor(EventSourcedActor):
             # actors.share.limits) can be deleted too: that is how its place in the census is freed
             configured = msg.partitions is None and bool(st.membership.configs.as_dict())
             if not st.membership.exists and not st.partitions and not configured:
-                self.send(sender, m.ShareGroupStateDeleted(self._group_id, "GROUP_ID_NOT_FOUND", f"Group {self._group_id} not found."))
+                self._reply(sender, m.ShareGroupStateDeleted(self._group_id, "GROUP_ID_NOT_FOUND", f"Group {self._group_id} not found."))
                 return
             if st.membership.members:
-                self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NON_EMPTY_GROUP",
+                self._reply(sender, m.ShareGroupStateDeleted(self._group_id, "NON_EMPTY_GROUP",
                                                            f"Share group {self._group_id} is not empty."))
                 return
             keys = sorted(st.partitions) if msg.partitions is None else list(msg.partitions)
@@ -922,9 +1031,12 @@ class ShareGroupActor(EventSourcedActor):
                     # every request gets NotReady, so the wire looks the group up again and a new
                     # join creates it afresh through the census instead of in this retired actor
                     self._retired = True
-                self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", results))
+                self._reply(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", results), fail)
 
-            self._commit(events, deleted, lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+            def fail(err: str, text: str) -> None:
+                self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text))
+
+            self._commit(events, deleted, fail)
 
         self._handle(msg, sender, body)
 
@@ -947,12 +1059,13 @@ class ShareGroupActor(EventSourcedActor):
         def body(now: int) -> None:
             refusal = self._admin_refusal()
             if refusal is not None:
-                self.send(sender, refusal)
+                self._reply(sender, refusal)
                 return
             events, results = decide()
-            self._commit(events,
-                         lambda: self.send(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", tuple(results))),
-                         lambda err, text: self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text)))
+            def fail(err: str, text: str) -> None:
+                self.send(sender, m.ShareGroupStateDeleted(self._group_id, err, text))
+
+            self._commit(events, lambda: self._reply(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", tuple(results)), fail), fail)
 
         self._handle(msg, sender, body)
 
@@ -999,7 +1112,7 @@ class ShareGroupActor(EventSourcedActor):
         """Audit/test: reply :class:`ShareGroupStateDump` with the durable state and stream version."""
         def body(now: int) -> None:
             assert self._state is not None
-            self.send(sender, m.ShareGroupStateDump(self._group_id, self._version, self._state.to_dict()))
+            self._reply(sender, m.ShareGroupStateDump(self._group_id, self._version, self._state.to_dict()))
 
         self._handle(msg, sender, body)
 

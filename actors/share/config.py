@@ -24,7 +24,9 @@ where Kafka had only sized its share-session cache with it) is enforced by Shoal
 :mod:`actors.share.limits`.
 
 Shoal's own keys: ``shoal.share.group.passivate.ms`` (idle time before a ShareGroupActor saves a
-snapshot and exits) and ``shoal.share.group.snapshot.every.events`` (snapshot cadence).
+snapshot and exits), ``shoal.share.group.snapshot.every.events`` (snapshot cadence) and
+``shoal.share.group.append.path`` (``auto``/``direct``/``journal``: whether a group's actor writes its
+stream itself or through the JournalActor, :meth:`BrokerShareConfig.appends_through_journal`).
 """
 
 from __future__ import annotations
@@ -106,6 +108,10 @@ class ConfigDef:
         return text
 
 
+#: values of ``shoal.share.group.append.path`` (:meth:`BrokerShareConfig.appends_through_journal`)
+APPEND_PATHS = ("auto", "direct", "journal")
+
+
 def _d(key: str, type_: str, default: Any, low: int | None = None, high: int | None = None, choices: tuple[str, ...] = ()) -> ConfigDef:
     return ConfigDef(key, type_, default, low, high, choices)
 
@@ -135,6 +141,7 @@ BROKER_SHARE_CONFIG_DEFS: dict[str, ConfigDef] = {
         _d("group.share.assignors", "string", "simple"),
         _d("shoal.share.group.passivate.ms", "long", 120000, 0, None),
         _d("shoal.share.group.snapshot.every.events", "int", 1000, 1, None),
+        _d("shoal.share.group.append.path", "string", "auto", choices=APPEND_PATHS),
     )
 }
 
@@ -163,6 +170,7 @@ class BrokerShareConfig:
     max_size: int = 200
     passivate_ms: int = 120000
     snapshot_every_events: int = 1000
+    append_path: str = "auto"
 
     _FIELDS = {
         "group.share.enable": "enable",
@@ -183,6 +191,7 @@ class BrokerShareConfig:
         "group.share.max.size": "max_size",
         "shoal.share.group.passivate.ms": "passivate_ms",
         "shoal.share.group.snapshot.every.events": "snapshot_every_events",
+        "shoal.share.group.append.path": "append_path",
     }
 
     @classmethod
@@ -203,6 +212,21 @@ class BrokerShareConfig:
         cfg = cls(**values)
         cfg._validate()
         return cfg
+
+    def appends_through_journal(self, event_log_url: str) -> bool:
+        """Whether a ShareGroupActor appends through the JournalActor (``True``) or writes its
+        stream itself (``False``), by ``shoal.share.group.append.path``: ``journal``, ``direct``,
+        or ``auto`` (the default): direct on SQLite, the journal elsewhere (PostgreSQL).
+
+        Direct: a ShareFetch's decision is durable after one SQLite commit in the group's own
+        process — two Thespian messages fewer on every request (the latency of the share path,
+        issue 14) — at the cost of one SQLite connection per active group; SQLite serializes the
+        writers of one file. Through the journal: the appends of every actor are group-committed
+        by one process holding the log's only connection (PostgreSQL: one connection in all,
+        whatever the number of groups)."""
+        if self.append_path == "auto":
+            return not event_log_url.startswith("sqlite")
+        return self.append_path == "journal"
 
     def with_overrides(self, **kwargs: Any) -> "BrokerShareConfig":
         """A copy with some fields replaced (tests), validated the same way."""

@@ -12,8 +12,10 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
+import pytest
 from thespian.actors import ActorSystem
 
 from actors.messages import Configure
@@ -23,6 +25,7 @@ from actors.share.config import BrokerShareConfig
 from events.codec import decode_recorded
 from events.share_group import stream_id_for
 from store.event_log import open_event_log
+from tests.e2e.conftest import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,18 +58,65 @@ CHILD = textwrap.dedent(
 )
 
 
-def test_state_survives_sigkill_of_the_actor_process(tmp_path):
+PIPELINED_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from thespian.actors import ActorSystem
+    from actors.journal import JournalActor
+    from actors.messages import Configure
+    from actors.share import messages as m
+    from actors.share.actor import ShareGroupActor
+
+    url, port = sys.argv[1], int(sys.argv[2])
+    asys = ActorSystem("multiprocTCPBase", {"Admin Port": port}, transientUnique=True)
+    cfg = {"event.log.url": url, "shoal.share.group.append.path": "journal"}
+    j = asys.createActor(JournalActor)
+    asys.ask(j, Configure(cfg, "journal"), 20)
+    a = asys.createActor(ShareGroupActor)
+    asys.ask(a, Configure(cfg, "crash", j), 20)
+    for mem in ("m1", "m2"):
+        asys.ask(a, m.ShareGroupHeartbeatCmd("crash", mem, 0, subscribed_topic_names=("t",), topics={"t": ("T", 1)}), 20)
+        asys.ask(a, m.ShareFetchCmd("crash", mem, 0, (m.ShareFetchPartition("T", 0, high_watermark=0),)), 20)
+    epoch, first, acks = 1, 0, {"m1": (), "m2": ()}
+    for i in range(100000):
+        # two members' fetches and a state dump in flight together: the actor decides the second
+        # fetch and the dump while the first append travels; the dump leaves once both are durable
+        for mem in ("m1", "m2"):
+            asys.tell(a, m.ShareFetchCmd("crash", mem, epoch, (m.ShareFetchPartition(
+                "T", 0, acknowledgement_batches=acks[mem], fetch_offset=first, log_batches=((first, first + 19),),
+                high_watermark=first + 20),), 10))
+        asys.tell(a, m.GetShareGroupState("crash"))
+        got = [asys.listen(20) for _ in range(3)]
+        for r in got[:2]:
+            assert r.error == "NONE" and r.partitions[0].acknowledge_error == "NONE", r
+        acks = {mem: tuple((f, l, (1,)) for f, l, _dc in r.partitions[0].acquired) for mem, r in zip(("m1", "m2"), got)}
+        epoch += 1
+        first += 20
+        dump = got[2]
+        print(json.dumps({"version": dump.stream_version, "state": dump.state}), flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("path", ["direct", "journal-pipelined"])
+def test_state_survives_sigkill_of_the_actor_process(tmp_path, path):
     url = f"sqlite:///{tmp_path}/events.db"
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, url], stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), THESPIAN_BASE_IPADDR="127.0.0.1")
+    args = [sys.executable, "-c", CHILD, url] if path == "direct" else [sys.executable, "-c", PIPELINED_CHILD, url, str(free_port())]
+    # its own session: the multiproc actor processes (admin, journal, group) die with it
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
     last = None
+    # a child that fails (or hangs) before printing 15 states must not hang the test
+    guard = threading.Timer(120, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    guard.start()
     try:
         for n, line in enumerate(proc.stdout, 1):  # type: ignore[union-attr]
             last = json.loads(line)
             if n == 15:
                 break  # the child keeps fetching and acknowledging: kill it mid-flight
     finally:
-        os.kill(proc.pid, signal.SIGKILL)
+        guard.cancel()
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
     assert proc.returncode == -signal.SIGKILL
     assert last is not None and last["version"] > 15

@@ -529,7 +529,7 @@ def test_through_the_journal_actor(asys, sqlite_url, frozen):
     j = asys.createActor(JournalActor)
     asys.ask(j, Configure(cfg(sqlite_url, **{"event.log.journal.max.batch": 1}), "journal"), TIMEOUT)
     a = asys.createActor(ShareGroupActor)
-    assert isinstance(asys.ask(a, Configure(cfg(sqlite_url), G, j), TIMEOUT), Configured)
+    assert isinstance(asys.ask(a, Configure(cfg(sqlite_url, **{"shoal.share.group.append.path": "journal"}), G, j), TIMEOUT), Configured)
     join(asys, a)
     open_session(asys, a, hw=0)
     r = fetch(asys, a, "m1", 1, [(0, 9)])

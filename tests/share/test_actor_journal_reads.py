@@ -48,7 +48,7 @@ def _work(asys, a) -> None:
 
 def test_group_actor_reads_and_snapshots_through_the_journal(mp_asys, tmp_path):
     db = tmp_path / "events.db"
-    config = {"event.log.url": f"sqlite:///{db}", "shoal.share.group.snapshot.every.events": "4"}
+    config = {"event.log.url": f"sqlite:///{db}", "shoal.share.group.snapshot.every.events": "4", "shoal.share.group.append.path": "journal"}
     j = mp_asys.createActor(JournalActor)
     assert isinstance(mp_asys.ask(j, Configure(config, "journal"), TIMEOUT), Configured)
     a = mp_asys.createActor(ShareGroupActor)
