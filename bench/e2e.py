@@ -24,10 +24,11 @@ Parts (``--part NAME``, repeatable; default: all but ``issue6``):
 * ``scaling``: 1 partition, accept-only, 1 / 2 / 4 / 8 consumers, ``--records`` each (a topic and
   group per count, prefilled before the consumers start): records/s.
 * ``slow``: 32 consumers that each spend 5 ms per record (``time.sleep``) on 1 partition; ideal
-  32 × 200 = 6,400 records/s. A paced producer writes ``--slow-rate`` (8,000) records/s with the
-  client's default ``linger.ms`` (5) — more than the consumers can take, so they never starve —
-  and the figure is the records accepted in a ``--slow-seconds`` (20) window after every consumer
-  joined. Consumers use ``max.poll.records=10`` (librdkafka 2.16 sends it as ShareFetch
+  32 × 200 = 6,400 records/s. Measured twice (a topic and group each): on a backlog prefilled
+  before the consumers start (``backlog``), and with a producer paced at ``--slow-rate`` (8,000)
+  records/s, more than the consumers can take (``paced``); both producers use the client's
+  default ``linger.ms`` (5). Each figure is the records accepted in a ``--slow-seconds`` (20)
+  window after every consumer joined; ``records_per_s`` is the paced one. Consumers use ``max.poll.records=10`` (librdkafka 2.16 sends it as ShareFetch
   ``MaxRecords``; it documents the limit as best effort, and Shoal, like Kafka's default acquire
   mode, ends an acquisition at a log-batch boundary). A slow worker wants few records per poll so
   that the others get work; librdkafka 2.16 has no ``share.acquire.mode`` (KIP-1206).
@@ -53,7 +54,7 @@ Parts (``--part NAME``, repeatable; default: all but ``issue6``):
 Every part's daemon is sampled for PSS every 5 s; ``peak_pss_mb`` is the largest sample of each
 part and ``peak_pss_mb_all_parts`` their maximum.
 
-Run: ``.venv/bin/python bench/e2e.py`` (all parts, about 6 minutes on a quiet machine);
+Run: ``.venv/bin/python bench/e2e.py`` (all parts, about 5 minutes);
 one part: ``bench/e2e.py --part slow``. The old single-purpose form stays:
 ``bench/e2e.py --latency-only [--rate 1000 --seconds 10 --consumers 2 --partitions 1 --rounds 3]``.
 """
@@ -124,6 +125,7 @@ class _Daemon:
         self.tmp = Path(tempfile.mkdtemp(prefix="shoal-bench-e2e-"))
         self.d = DaemonProcess(self.tmp / "data", free_port(), free_port(), {"log.dirs": str(self.tmp / "data" / "logs"), **(overrides or {})})
         self.peak_pss_kb = 0
+        self.stop_error = ""
         self._stop = threading.Event()
         self._sample_s = sample_s
         self._thread = threading.Thread(target=self._sampler, daemon=True)
@@ -152,12 +154,19 @@ class _Daemon:
         self._thread.start()
         return self
 
+    def footer(self) -> dict:
+        """What every part reports about its daemon: ``peak_pss_mb``, and ``stop_error`` when
+        processes outlived the stop (the harness then killed them)."""
+        return {"peak_pss_mb": self.peak_pss_mb, **({"stop_error": self.stop_error} if self.stop_error else {})}
+
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join(10)
         try:
-            self.d.stop()
-            self.d.assert_no_processes_left()
+            self.d.stop(60)
+            self.d.assert_no_processes_left(60)
+        except AssertionError as err:  # stragglers were killed; keep the part's figures
+            self.stop_error = str(err)
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -231,20 +240,29 @@ def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5, commit_per_poll
     time.sleep(3)  # let the consumers join and open their share sessions
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms})
     t0, w0 = time.perf_counter(), time.time()
+    behind = 0.0
     for i in range(n):
         target = t0 + i / rate
         delay = target - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
+        else:
+            behind = max(behind, -delay)
         p.produce(topic, str(w0 + i / rate).encode(), partition=i % partitions)  # the scheduled send
         p.poll(0)
+    produced = time.perf_counter() - t0
     p.flush(30)
+    flushed = time.perf_counter() - t0
     lat: list[float] = []
     for c in cs:
         lat += json.loads(c.communicate(timeout=240)[0].strip().splitlines()[-1])
+    # how far the paced loop itself fell behind its schedule (a late send counts in the latency),
+    # and when the last record was handed to the client / acknowledged by the broker (s from start)
+    prod = {"producer_behind_schedule_ms_max": round(behind * 1000, 1), "producer_last_send_s": round(produced, 2),
+            "producer_flushed_s": round(flushed, 2)}
     if not lat:
-        return {"records": 0}
-    return {"p50": round(_pct(lat, 0.5), 1), "p99": round(_pct(lat, 0.99), 1), "max": round(max(lat), 1), "records": len(lat)}
+        return {"records": 0, **prod}
+    return {"p50": round(_pct(lat, 0.5), 1), "p99": round(_pct(lat, 0.99), 1), "max": round(max(lat), 1), "records": len(lat), **prod}
 
 
 def part_latency(rate: int, seconds: int = 10, overrides: dict[str, str] | None = None) -> dict:
@@ -254,7 +272,7 @@ def part_latency(rate: int, seconds: int = 10, overrides: dict[str, str] | None 
     with _Daemon(overrides) as d:
         lat = _latency(d.bootstrap, rate, seconds, True, consumers=2, partitions=1, linger_ms=0)
     return {"rate_records_per_s": rate, "seconds": seconds, "consumers": 2, "partitions": 1, "linger_ms": 0,
-            "produce_to_deliver_ms": lat, "peak_pss_mb": d.peak_pss_mb}
+            "produce_to_deliver_ms": lat, **d.footer()}
 
 
 def bench_latency(overrides: dict[str, str] | None, rate: int, seconds: int, consumers: int, partitions: int,
@@ -354,7 +372,7 @@ def part_release(records: int, overrides: dict[str, str] | None = None) -> dict:
             out[name] = _drain_rate(_run_consumers(d.bootstrap, topic, group, 2, release_every=every))
     a, r = out["accept_only"]["records_per_s"], out["release_10pct"]["records_per_s"]
     out["release_over_accept_ratio"] = round(r / a, 3) if a and r else None
-    out["peak_pss_mb"] = d.peak_pss_mb
+    out.update(d.footer())
     return out
 
 
@@ -368,7 +386,7 @@ def part_scaling(records: int, counts: tuple[int, ...] = (1, 2, 4, 8), overrides
             _new_topic(d.bootstrap, topic, group)
             _produce(d.bootstrap, topic, records)
             out["consumers"][str(n)] = _drain_rate(_run_consumers(d.bootstrap, topic, group, n))
-    out["peak_pss_mb"] = d.peak_pss_mb
+    out.update(d.footer())
     return out
 
 
@@ -376,7 +394,9 @@ _PACED_PRODUCER = r"""
 import json, sys, time
 from confluent_kafka import Producer
 conf, topic, rate, seconds = json.loads(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-p = Producer(conf); payload = b"x" * 100; t0 = time.perf_counter(); i = 0
+p = Producer(conf); payload = b"x" * 100
+p.list_topics(timeout=30); time.sleep(1)  # connected, producer id acquired: no start-up burst in one batch
+t0 = time.perf_counter(); i = 0
 while i < rate * seconds:
     delay = t0 + i / rate - time.perf_counter()
     if delay > 0: time.sleep(delay)
@@ -384,46 +404,88 @@ while i < rate * seconds:
 print(p.flush(30))
 """
 """A paced Producer as a ``python -c`` script: argv is its config (JSON), topic, records/s and
-seconds; 100-byte records into partition 0. Prints the records left unsent after the flush."""
+seconds; 100-byte records into partition 0. The clock starts once it is connected and (with
+idempotence) holds its producer id: records produced before that would leave in one batch of
+thousands, which one share consumer acquires whole. Prints the records left unsent after the
+flush."""
+
+
+def _wait_members(d: "_Daemon", n: int, timeout_s: float = 60) -> int:
+    """Wait until the daemon's status file (``shoal.status.json``, refreshed every 2 s) counts at
+    least ``n`` share-group members (or ``timeout_s``); returns the last count."""
+    deadline = time.monotonic() + timeout_s
+    members = 0
+    while time.monotonic() < deadline:
+        try:
+            members = int(json.loads((d.d.data_dir / "shoal.status.json").read_text()).get("counts", {}).get("members") or 0)
+        except (OSError, ValueError):
+            members = 0
+        if members >= n:
+            break
+        time.sleep(0.5)
+    return members
+
+
+def _slow_once(d: "_Daemon", feed: str, consumers: int, work_ms: float, rate: int, seconds: int, producer_conf: dict) -> dict:
+    """One slow-consumer measurement on daemon ``d`` (a topic and group named ``slow-<feed>``):
+    ``feed`` is ``backlog`` (the topic is prefilled with ``rate × (seconds + 15)`` records before
+    the consumers start, with the producer's default batching) or ``paced`` (a paced producer
+    writes ``rate`` records/s from 2 s after every consumer joined — the status file counts
+    ``consumers`` members — until the window ends). The window is the ``seconds`` whole seconds
+    starting 6 s after that; the figure is the ACCEPTs inside it per
+    second."""
+    topic = group = f"slow-{feed}"
+    _new_topic(d.bootstrap, topic, group)
+    if feed == "backlog":
+        _produce(d.bootstrap, topic, rate * (seconds + 15), {k: v for k, v in producer_conf.items() if k != "acks"})
+    stop_file = d.tmp / f"{topic}.stop"
+    state: dict = {}
+
+    def feed_then_stop() -> None:
+        state["joined"] = _wait_members(d, consumers)
+        time.sleep(2)
+        state["ws"] = int(time.time()) + 6
+        if feed == "paced":
+            prod = subprocess.Popen([sys.executable, "-c", _PACED_PRODUCER, json.dumps({"bootstrap.servers": d.bootstrap, **producer_conf}),
+                                     topic, str(rate), str(6 + seconds + 1)], stdout=subprocess.PIPE, text=True)
+            prod.communicate(timeout=seconds + 120)
+        else:
+            time.sleep(6 + seconds + 1)
+        stop_file.touch()
+
+    res = _run_consumers(d.bootstrap, topic, group, consumers, config=SLOW_CONSUMER_CONFIG, work_ms=work_ms,
+                         stop_file=str(stop_file), idle_exit_s=3600, after_ready=feed_then_stop)
+    ws = state["ws"]
+    per = [sum(n for sec, n in r["accepts_per_s"].items() if ws <= int(sec) < ws + seconds) for r in res]
+    accepted = sum(per)
+    return {"records_per_s": round(accepted / seconds), "accepted_in_window": accepted, "members_joined_before_feed": state["joined"],
+            "per_consumer_in_window": sorted(per), "deliveries": sum(r["deliveries"] for r in res),
+            # when each consumer got its first record, in s from the window's start
+            "first_delivery_s_from_window_start": sorted(round(r["first"] - ws, 1) for r in res if r["first"]),
+            "consumers_without_records": sum(1 for r in res if not r["first"])}
 
 
 def part_slow(consumers: int = 32, work_ms: float = 5.0, rate: int = 8000, seconds: int = 20,
-              overrides: dict[str, str] | None = None) -> dict:
+              overrides: dict[str, str] | None = None, feeds: tuple[str, ...] = ("paced", "backlog")) -> dict:
     """``consumers`` ShareConsumers (:data:`SLOW_CONSUMER_CONFIG`) of one group that each sleep
-    ``work_ms`` per record, on 1 partition of a fresh daemon. Once every consumer is ready (and
-    3 s to join), a paced producer writes ``rate`` records/s (above the ideal
-    ``consumers × 1000 / work_ms``, so the consumers never starve); the window is the ``seconds``
-    whole seconds starting 5 s later, and the figure is the ACCEPTs inside it per second."""
+    ``work_ms`` per record, on 1 partition of a fresh daemon, once per ``feeds`` (see
+    :func:`_slow_once`: a prefilled backlog, and a producer paced at ``rate`` records/s, above the
+    ideal ``consumers × 1000 / work_ms`` so the consumers never starve). ``records_per_s`` is the
+    paced figure (a live stream, issue 14's workload), ``fraction_of_ideal`` relates it to the
+    ideal. The backlog figure shows what the producer's default batches (up to 10,000 records,
+    1 MB) do: Shoal, like Kafka's default acquire mode, acquires whole log batches, so one
+    consumer may hold a batch far larger than ``max.poll.records``."""
     ideal = consumers * 1000 / work_ms
     producer_conf = {"acks": "all", "enable.idempotence": True}  # linger.ms: the client's default (5)
     out: dict = {"consumers": consumers, "work_ms_per_record": work_ms, "partitions": 1, "ideal_records_per_s": round(ideal),
                  "producer_rate_records_per_s": rate, "window_s": seconds,
                  "consumer_config": SLOW_CONSUMER_CONFIG, "producer_config": producer_conf}
     with _Daemon(overrides) as d:
-        topic = group = "slow"
-        _new_topic(d.bootstrap, topic, group)
-        stop_file = d.tmp / "slow.stop"
-        state: dict = {}
-
-        def produce_then_stop() -> None:
-            time.sleep(3)  # let the consumers join
-            state["ws"] = int(time.time()) + 6
-            prod = subprocess.Popen([sys.executable, "-c", _PACED_PRODUCER, json.dumps({"bootstrap.servers": d.bootstrap, **producer_conf}),
-                                     topic, str(rate), str(6 + seconds + 1)], stdout=subprocess.PIPE, text=True)
-            prod.communicate(timeout=seconds + 120)
-            stop_file.touch()
-
-        res = _run_consumers(d.bootstrap, topic, group, consumers, config=SLOW_CONSUMER_CONFIG, work_ms=work_ms,
-                             stop_file=str(stop_file), idle_exit_s=3600, after_ready=produce_then_stop)
-        ws = state["ws"]
-        per = [sum(n for sec, n in r["accepts_per_s"].items() if ws <= int(sec) < ws + seconds) for r in res]
-        accepted = sum(per)
-        out["records_per_s"] = round(accepted / seconds)
-        out["fraction_of_ideal"] = round(accepted / seconds / ideal, 3)
-        out["accepted_in_window"] = accepted
-        out["per_consumer_in_window"] = sorted(per)
-        out["deliveries"] = sum(r["deliveries"] for r in res)
-    out["peak_pss_mb"] = d.peak_pss_mb
+        for feed in feeds:
+            out[feed] = _slow_once(d, feed, consumers, work_ms, rate, seconds, producer_conf)
+    out["records_per_s"] = out[feeds[0]]["records_per_s"]
+    out["fraction_of_ideal"] = round(out["records_per_s"] / ideal, 3)
+    out.update(d.footer())
     return out
 
 
@@ -667,7 +729,7 @@ def part_groups(active: tuple[int, int] = (10, 200), seconds: int = 20, poll_ms:
         out[f"share_fetch_ms_at_{many}"] = _summary_ms(sf)
         out["empty_fetches"] = empty
         out["errors"] = errors
-    out["peak_pss_mb"] = d.peak_pss_mb
+    out.update(d.footer())
     return out
 
 
