@@ -150,7 +150,12 @@ class _Daemon:
             self.sample()
 
     def __enter__(self) -> "_Daemon":
-        self.d.start()
+        try:
+            self.d.start()
+        except BaseException:
+            self.d.stop()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            raise
         self._thread.start()
         return self
 
