@@ -21,7 +21,11 @@ Defaults and ranges follow Kafka 4.x where they differ from the late-2024 refere
 [1, 1000] (was [10, 1000]), ``group.share.max.share.sessions`` (2000) exists and
 ``share.auto.offset.reset`` exists (default ``latest``). ``group.share.max.groups`` (gone in 4.1,
 where Kafka had only sized its share-session cache with it) is enforced by Shoal: see
-:mod:`actors.share.limits`.
+:mod:`actors.share.limits`. Its default stays Kafka's 10, but its upper bound is Shoal's 10,000
+where Kafka's was 100: Kafka's bound sized an in-memory session cache (``max.groups × max.size``)
+that Shoal does not have; in Shoal it only caps how many share groups (one actor process each) may
+exist, and deployments (and issue 14's measurement of 200 active groups) need more than 100. The key
+stays a short, as in Kafka.
 
 Shoal's own keys: ``shoal.share.group.passivate.ms`` (idle time before a ShareGroupActor saves a
 snapshot and exits), ``shoal.share.group.snapshot.every.events`` (snapshot cadence) and
@@ -127,7 +131,7 @@ BROKER_SHARE_CONFIG_DEFS: dict[str, ConfigDef] = {
         _d("group.share.min.record.lock.duration.ms", "int", 15000, 1000, 30000),
         _d("group.share.max.record.lock.duration.ms", "int", 60000, 30000, 3600000),
         _d("group.share.partition.max.record.locks", "int", 2000, 100, 10000),
-        _d("group.share.max.groups", "short", 10, 1, 100),
+        _d("group.share.max.groups", "short", 10, 1, 10000),
         _d("group.share.max.share.sessions", "int", 2000, 1, None),
         _d("share.fetch.purgatory.purge.interval.requests", "int", 1000),
         _d("share.fetch.max.fetch.records", "int", INT_MAX),

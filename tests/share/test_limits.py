@@ -49,7 +49,9 @@ def test_census_never_grows_past_the_limit_and_known_groups_are_never_refused(kn
 def test_max_groups_default_and_range():
     assert max_groups_from({}) == 10
     assert max_groups_from({"group.share.max.groups": "50"}) == 50
-    for bad in ("0", "101", "x"):
+    assert max_groups_from({"group.share.max.groups": "200"}) == 200  # above Kafka's 100: Shoal's bound is 10,000
+    assert max_groups_from({"group.share.max.groups": "10000"}) == 10000
+    for bad in ("0", "10001", "x"):
         with pytest.raises(InvalidConfig):
             max_groups_from({"group.share.max.groups": bad})
 
