@@ -23,8 +23,8 @@ Which requests may create a group (``create``):
   FindCoordinator never create: they answer GROUP_ID_NOT_FOUND (Kafka's ``shareGroupDescribe``),
   the broker defaults (``ConfigHelper.describeConfigs`` for an unknown GROUP), or nothing.
 
-``group.share.max.groups`` (``ShareGroupConfig.SHARE_GROUP_MAX_GROUPS_CONFIG``, a short in [1, 100],
-default 10): Kafka defined it but only sized its share-session cache with it
+``group.share.max.groups`` (``ShareGroupConfig.SHARE_GROUP_MAX_GROUPS_CONFIG``, default 10; Kafka's
+range was [1, 100], Shoal's is [1, 10000], see :mod:`actors.share.config`): Kafka defined it but only sized its share-session cache with it
 (``BrokerServer``: ``shareGroupMaxGroups * shareGroupMaxSize``) and removed it in 4.1
 (KAFKA-19156); the proposal to refuse the heartbeat that would create one group too many
 (KAFKA-19024, apache/kafka#19313) was not merged. Shoal enforces it as that proposal did — on the
@@ -90,7 +90,7 @@ def admit_share_group(group_id: str, known: AbstractSet[str], create: bool, max_
 
 def max_groups_from(config: Mapping[str, Any]) -> int:
     """``group.share.max.groups`` from a broker config (Kafka's default 10 when absent).
-    Raises :class:`actors.share.config.InvalidConfig` for a value that is not a short in [1, 100]."""
+    Raises :class:`actors.share.config.InvalidConfig` for a value that is not a short in [1, 10000]."""
     d = BROKER_SHARE_CONFIG_DEFS["group.share.max.groups"]
     raw = config.get(d.key)
     return int(d.default) if raw in (None, "") else int(d.parse(raw))
