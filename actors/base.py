@@ -261,9 +261,11 @@ class EventSourcedActor(ShoalActor):
         deciding while the append travels (Akka's ``persistAsync``). For an actor that evolves its
         state as soon as it decides and holds each reply until the appends issued before it are
         durable (:class:`actors.share.actor.ShareGroupActor`). Appends are sent to the journal in
-        issue order, and the journal commits and answers them in that order; each carries its exact
-        expected version, so when one is refused every later one of the same stream is refused too
-        (a version conflict) and no decision built on a lost one can become durable.
+        issue order, and the journal commits and answers them in that order; each names the append
+        in flight before it (``AppendEvents.after``), and the journal refuses an append whose
+        predecessor it refused, so no decision built on a lost one can become durable (its exact
+        expected version alone would not do: another writer may have appended just as many
+        events).
 
         ``then`` gets the list of :class:`AppendResult` or a :class:`PersistError`, at once in
         direct mode (no journal), else when the journal answers."""
@@ -272,8 +274,10 @@ class EventSourcedActor(ShoalActor):
             return
         self._init_pending()
         corr = next(self._ids)
+        # the newest append still in flight: this one was decided on its outcome
+        after = max(self._pipelined) if self._pipelined else 0
         self._pipelined[corr] = then
-        self.send(self._journal, AppendEvents(corr, list(requests)))
+        self.send(self._journal, AppendEvents(corr, list(requests), after))
 
     #: the longest run of stashed messages handed to :meth:`receive_batch` at once
     MAX_BATCH = 500

@@ -6,6 +6,8 @@ flushes them as one transaction (``EventLog.append_many``, per-request outcomes)
 ``event.log.journal.max.batch`` requests are waiting or after ``event.log.journal.linger.ms``
 (default 0: at the next turn of the actor's loop, which lets messages that already arrived join).
 Each sender gets :class:`EventsAppended` or :class:`AppendFailed` for exactly its own request.
+An append that names an earlier append of the same sender it was decided on
+(``AppendEvents.after``, a pipelined actor) is refused when that one was refused.
 
 It also serves the other actors' reads (:class:`ReadStream` → :class:`StreamPage`: snapshot and
 stream pages at recovery) and snapshot saves (:class:`SaveSnapshot`), so in the daemon an RLMM or
@@ -17,6 +19,7 @@ their streams themselves by default (``shoal.share.group.append.path``,
 
 from __future__ import annotations
 
+import collections
 import logging
 from datetime import timedelta
 from typing import Any
@@ -50,6 +53,8 @@ class JournalActor(ShoalActor):
         super().__init__(*args, **kwargs)
         self._log = None
         self._buffer: list[tuple[AppendEvents, Any]] = []
+        #: sender (its address as text) → correlation ids of its refused appends (:meth:`_after_refused`)
+        self._refused: dict[str, collections.deque[int]] = {}
         self._flush_scheduled = False
         self._max_batch = 256
         self._linger = timedelta(0)
@@ -116,20 +121,52 @@ class JournalActor(ShoalActor):
             if isinstance(outcome, list):
                 self.send(sender, EventsAppended(msg.correlation_id, outcome))
             else:
+                self._note_refused(sender, msg.correlation_id)
                 self.send(sender, outcome)
 
     def _commit(self, batch: list[tuple[AppendEvents, Any]]) -> list[list[AppendResult] | AppendFailed]:
         """One transaction for the whole buffer; if any message is refused (a version conflict, an
-        empty append), fall back to one transaction per message so each is answered alone."""
+        empty append, or it was decided on a refused one: :meth:`_after_refused`), fall back to
+        one transaction per message, in order, so each is answered alone."""
         assert self._log is not None
+        if any(self._after_refused(msg, sender) for msg, sender in batch):
+            return self._commit_each(batch)
         try:
             results = self._log.append_batch([r for msg, _ in batch for r in msg.requests])
         except (ConcurrencyError, ValueError):
-            return [self._commit_one(msg) for msg, _ in batch]
+            return self._commit_each(batch)
         except Exception as exc:  # storage failure: every message in the batch fails
             return [AppendFailed(msg.correlation_id, "STORAGE", f"{type(exc).__name__}: {exc}") for msg, _ in batch]
         it = iter(results)
         return [[next(it) for _ in msg.requests] for msg, _ in batch]
+
+    def _commit_each(self, batch: list[tuple[AppendEvents, Any]]) -> list[list[AppendResult] | AppendFailed]:
+        """One transaction per message, in order; a message decided on one refused before it
+        (``AppendEvents.after``) is refused without being tried."""
+        out: list[list[AppendResult] | AppendFailed] = []
+        for msg, sender in batch:
+            if self._after_refused(msg, sender):
+                outcome: list[AppendResult] | AppendFailed = AppendFailed(
+                    msg.correlation_id, "CONCURRENCY", f"the append it was decided on ({msg.after}) was refused")
+            else:
+                outcome = self._commit_one(msg)
+            if not isinstance(outcome, list):
+                self._note_refused(sender, msg.correlation_id)
+            out.append(outcome)
+        return out
+
+    #: refused correlation ids remembered per sender (a pipelined append names the one before it)
+    REFUSED_MEMORY = 64
+
+    def _note_refused(self, sender: Any, correlation_id: int) -> None:
+        ids = self._refused.setdefault(str(sender), collections.deque(maxlen=self.REFUSED_MEMORY))
+        if correlation_id not in ids:
+            ids.append(correlation_id)
+
+    def _after_refused(self, msg: AppendEvents, sender: Any) -> bool:
+        """Whether ``msg`` was decided on an append of the same sender that was refused."""
+        after = getattr(msg, "after", 0)
+        return bool(after) and after in self._refused.get(str(sender), ())  # addresses need not hash
 
     def _commit_one(self, msg: AppendEvents) -> list[AppendResult] | AppendFailed:
         assert self._log is not None

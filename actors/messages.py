@@ -121,13 +121,17 @@ class Failure(_Msg):
 
 class AppendEvents(_Msg):
     """To the JournalActor: append ``requests`` atomically; reply :class:`EventsAppended` or
-    :class:`AppendFailed` carrying ``correlation_id``."""
+    :class:`AppendFailed` carrying ``correlation_id``. ``after``: the correlation id of the same
+    sender's earlier append this one was decided on (a pipelined append, see
+    :meth:`actors.base.EventSourcedActor.persist_pipelined`), ``0`` for none; when that one was
+    refused, this one is refused too (CONCURRENCY) whatever its expected versions say."""
 
-    __slots__ = ("correlation_id", "requests")
+    __slots__ = ("correlation_id", "requests", "after")
 
-    def __init__(self, correlation_id: int, requests: Sequence[AppendRequest]) -> None:
+    def __init__(self, correlation_id: int, requests: Sequence[AppendRequest], after: int = 0) -> None:
         self.correlation_id = correlation_id
         self.requests = list(requests)
+        self.after = after
 
 
 class EventsAppended(_Msg):

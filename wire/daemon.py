@@ -633,6 +633,7 @@ class Daemon:
         times out (the actor crashed and the controller restarted it elsewhere) looks the
         partition's actor up again and is retried once."""
         from actors.controller.messages import ChildLookup
+        from actors.rlmm.errors import KafkaException
         from actors.rlmm.manager import ActorRemoteLogMetadataManager
         from wire.gateway import ActorTimeout
 
@@ -658,7 +659,10 @@ class Daemon:
                     fresh = lookup(p)
                 except RuntimeError:
                     return None  # the manager turns a missing reply into KafkaException
-                manager.replace_address(p, fresh)
+                try:
+                    manager.replace_address(p, fresh)  # and sends the restarted actor its assignment
+                except KafkaException:
+                    return None
                 try:
                     return gateway.ask(fresh, msg, timeout_s)
                 except ActorTimeout:

@@ -594,12 +594,30 @@ class ActorRemoteLogMetadataManager(RemoteLogMetadataManager):
                     raise
                 except Exception as e:
                     raise KafkaException(f"the RLMM actor of metadata partition {p} did not start: {e}") from e
+                self._assign(p, addr)
                 self._actors[p] = addr
         return addr
 
     def replace_address(self, p: int, address: Any) -> None:
-        """Record ``address`` as metadata partition ``p``'s actor (after its supervisor restarted it)."""
+        """Record ``address`` as metadata partition ``p``'s actor (after its supervisor restarted
+        it) and send it its assignment. Raises :class:`KafkaException` when it does not take it."""
+        self._assign(p, address)
         self._actors[p] = address
+
+    def _assign(self, p: int, address: Any) -> None:
+        """Send a newly started actor of metadata partition ``p`` the user partitions registered
+        for it (``ReconcileAssignment``; a registration made while it could not start, or before a
+        restart, would otherwise never reach it: it would stay not ready for them). Raises
+        :class:`KafkaException` when it does not confirm."""
+        from actors.rlmm.messages import ReconcileAssignment
+
+        with self._lock:
+            mine = [tp for tp in self._registered if self._mp(tp) == p]
+        if not mine:
+            return
+        reply = self._ask(address, ReconcileAssignment(mine))
+        if reply is None or type(reply).__name__ != "AssignmentReconciled":
+            raise KafkaException(f"metadata partition {p} did not reconcile its assignment: {reply!r}")
 
     def started_partitions(self) -> list[int]:
         """The metadata partitions whose actor has been started (or was given), ascending."""

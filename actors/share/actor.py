@@ -263,7 +263,7 @@ class ShareGroupActor(EventSourcedActor):
         self._held: collections.deque[tuple[int, Any, Any, Callable[[str, str], None] | None]] = collections.deque()
         self._pipeline_gen = 0
         self._durable_version = 0
-        self._last_failure = ("UNKNOWN_SERVER_ERROR", "")
+        self._passivate_when_durable = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -347,6 +347,7 @@ class ShareGroupActor(EventSourcedActor):
         now = _now_ms()
         self._state = state
         self._version = self._durable_version = version
+        self._timer_due = None  # a wakeup dropped while not ready must not block re-arming
         self._snap_version = snap.stream_version if snap is not None else 0
         self._counts["replayed"] += replayed
         for mid in state.membership.members:
@@ -474,42 +475,86 @@ class ShareGroupActor(EventSourcedActor):
     # ------------------------------------------------------------------ the persist / evolve step
 
     def _commit(self, events: list[DomainEvent], then: Callable[[], None], fail: Callable[[str, str], None]) -> None:
-        """Decide-then-persist, pipelined: append ``events`` at the exact expected version,
-        evolve the state with them NOW and call ``then`` (which decides any next step on that
-        state and replies through :meth:`_reply`, i.e. once this append and every one before it is
-        durable). The actor does not wait for the append: the next request is decided on the
-        evolved state while the append travels, and the journal group-commits the appends of
-        requests that arrive meanwhile (Akka's ``persistAsync`` with replies held back).
+        """Persist ``events`` at the exact expected version, evolve the state with them and call
+        ``then`` (which decides any next step on that state and replies through :meth:`_reply`);
+        when the append is refused, call ``fail(error name, message)`` instead.
 
-        A refused append fails every reply still held (:meth:`_pipeline_failed`) and reloads the
-        durable state. ``fail(error name, message)`` is called instead of ``then`` only when the
-        append is refused before this returns (direct mode, no journal)."""
+        Through the journal the step is pipelined (Akka's ``persistAsync`` with replies held
+        back): the state is evolved NOW, the append is sent and ``then`` runs at once, so the next
+        request is decided while the append travels and the journal group-commits the appends of
+        requests that arrive meanwhile; every reply waits until the appends issued before it are
+        durable, and a refused append fails the replies still held and reloads the durable state
+        (:meth:`_pipeline_failed`). ``fail`` is then never called: the held replies carry their
+        own failure answers.
+
+        Directly (no journal, SQLite's default) the append is one commit in this process: it is
+        made first, and the state evolves only once it is durable, so a refused append (a storage
+        error) fails only this request and changes nothing (a version conflict, i.e. another
+        writer, also reloads the stream)."""
         if not events:
             then()
             return
         assert self._state is not None
         req = AppendRequest(self._stream, [new_event(e) for e in events], self._version)
-        for e in events:
-            self._state.apply(e)
-            if isinstance(e, ShareSessionClosed):
-                # share sessions are broker memory that follows the decision (a fenced member's
-                # session is closed by its own ShareSessionClosed event)
-                self._sessions.remove(e.member_id)
+        if self._journal is None:
+            self.persist([req], lambda results: self._durable(events, results, then, fail))
+            return
+        self._evolve(events)
         self._version += len(events)
         self._issued += 1
         seq, gen = self._issued, self._pipeline_gen
         self._inflight.append(seq)
         self.persist_pipelined([req], lambda results: self._appended(gen, seq, len(events), results))
-        if gen != self._pipeline_gen:  # refused before persist returned (direct mode)
-            fail(*self._last_failure)
-            return
         then()
 
+    def _evolve(self, events: list[DomainEvent]) -> None:
+        """Apply decided ``events`` to the state. Share sessions are broker memory that follows
+        the decision (a fenced member's session is closed by its own ShareSessionClosed event).
+        An event that fails to apply (a bug) leaves a state that is not the fold of the stream:
+        the durable state is reloaded before anything else is decided, and the error raised."""
+        assert self._state is not None
+        try:
+            for e in events:
+                self._state.apply(e)
+                if isinstance(e, ShareSessionClosed):
+                    self._sessions.remove(e.member_id)
+        except Exception:
+            log.exception("share group %s: applying a decided event failed; reloading", self._group_id)
+            self._reload()
+            raise
+
+    def _durable(self, events: list[DomainEvent], results: list[AppendResult] | PersistError,
+                 then: Callable[[], None], fail: Callable[[str, str], None]) -> None:
+        """Direct mode: the outcome of the append of ``events`` (see :meth:`_commit`)."""
+        if isinstance(results, PersistError):
+            if results.error == "CONCURRENCY":
+                # someone else wrote this group's stream: reload before answering anything else
+                self._reload()
+                fail("NOT_COORDINATOR", str(results))
+            else:
+                fail("UNKNOWN_SERVER_ERROR", str(results))
+            return
+        self._evolve(events)
+        self._version = self._durable_version = results[0].last_version
+        self._note_durable(len(events))
+        then()
+
+    def _note_durable(self, n_events: int) -> None:
+        """Count an append of ``n_events`` events that became durable; save a snapshot when due
+        and every append is durable."""
+        self._counts["events"] += n_events
+        self._counts["appends"] += 1
+        if not self._inflight and self._version - self._snap_version >= self._broker.snapshot_every_events:
+            try:
+                self._save_snapshot()
+            except Exception:
+                log.warning("share group %s: snapshot failed", self._group_id, exc_info=True)
+
     def _appended(self, gen: int, seq: int, n_events: int, results: list[AppendResult] | PersistError) -> None:
-        """The outcome of append ``seq`` of pipeline generation ``gen``: release the replies
-        held behind it, or fail the pipeline. Outcomes of an older generation (appends that were
-        in flight when an earlier one was refused; refused too, by their expected version) are
-        ignored."""
+        """The outcome of pipelined append ``seq`` of pipeline generation ``gen``: release the
+        replies held behind it, or fail the pipeline. Outcomes of an older generation (appends
+        that were in flight when an earlier one was refused: the journal refuses them too,
+        ``AppendEvents.after``) are ignored."""
         if gen != self._pipeline_gen:
             return
         if isinstance(results, PersistError):
@@ -518,25 +563,18 @@ class ShareGroupActor(EventSourcedActor):
         assert self._inflight and self._inflight[0] == seq, (self._inflight, seq)
         self._inflight.popleft()
         self._durable_version = results[0].last_version
-        self._counts["events"] += n_events
-        self._counts["appends"] += 1
         held = self._held
         while held and held[0][0] <= seq:
             _s, to, reply, _fail = held.popleft()
             self.send(to, reply)
+        self._note_durable(n_events)
         if not self._inflight:
-            if getattr(self, "_passivate_when_durable", False):
-                self._passivate_when_durable = False
-                self._passivate()
-                return
             if self._durable_version != self._version:  # cannot happen: one writer per stream
                 log.error("share group %s: durable version %s != evolved version %s", self._group_id,
                           self._durable_version, self._version)
-            if self._version - self._snap_version >= self._broker.snapshot_every_events:
-                try:
-                    self._save_snapshot()
-                except Exception:
-                    log.warning("share group %s: snapshot failed", self._group_id, exc_info=True)
+            if self._passivate_when_durable:
+                self._passivate_when_durable = False
+                self._passivate()
 
     def _pipeline_failed(self, err: PersistError) -> None:
         """An append was refused: nothing from it on is durable. Fail every held reply (its
@@ -545,7 +583,6 @@ class ShareGroupActor(EventSourcedActor):
         pipeline generation and reload the durable state (share sessions are broker memory:
         they are dropped, so clients re-open them, as after a restart)."""
         name = "NOT_COORDINATOR" if err.error == "CONCURRENCY" else "UNKNOWN_SERVER_ERROR"
-        self._last_failure = (name, str(err))
         log.warning("share group %s: append refused (%s); reloading", self._group_id, err)
         self._reset_pipeline(name, str(err))
         self._reload()
@@ -554,6 +591,7 @@ class ShareGroupActor(EventSourcedActor):
         """Forget the appends in flight (their outcomes are ignored from now on) and answer every
         held reply with its request's failure ``error`` (``None``: ``NotReady``)."""
         self._pipeline_gen += 1
+        self._passivate_when_durable = False
         held, self._held = self._held, collections.deque()
         self._inflight.clear()
         for _s, to, _reply, fail in held:

@@ -117,6 +117,29 @@ def test_journal_answers_each_message_alone_when_one_conflicts(asys: ActorSystem
     assert [r.decode().n for r in log.read_all()] == [1, 3]
 
 
+@pytest.mark.parametrize("max_batch", [3, 1])
+def test_journal_refuses_an_append_decided_on_a_refused_one(asys: ActorSystem, sqlite_url: str, max_batch: int) -> None:
+    """A pipelined append names the append it was decided on (``after``): when that one is
+    refused, so is it, even though its own expected version matches (another writer appended
+    exactly as many events as the refused one carried), and so is the next one decided on it.
+    In one group commit (max batch 3) and in separate ones (max batch 1) alike."""
+    log = open_event_log(sqlite_url)
+    log.append("s", [new_event(Noted(0))], NO_STREAM)  # another writer: the stream is at version 1
+    journal = asys.createActor(JournalActor)
+    asys.ask(journal, Configure({"event.log.url": sqlite_url, "event.log.journal.max.batch": max_batch}), T)
+    a = AppendEvents(1, [AppendRequest("s", [new_event(Noted(1))], NO_STREAM)])  # decided on an empty stream
+    b = AppendEvents(2, [AppendRequest("s", [new_event(Noted(2))], 1)], after=1)  # decided on a's state
+    c = AppendEvents(3, [AppendRequest("s", [new_event(Noted(3))], 2)], after=2)
+    other = AppendEvents(4, [AppendRequest("t", [new_event(Noted(4))], NO_STREAM)])
+    for msg in (a, b, c):
+        asys.tell(journal, msg)
+    replies = [asys.ask(journal, other, T)] + [asys.listen(timedelta(seconds=1)) for _ in range(3)]
+    by_id = {r.correlation_id: r for r in replies if r is not None}
+    assert [by_id[i].error for i in (1, 2, 3)] == ["CONCURRENCY"] * 3
+    assert isinstance(by_id[4], EventsAppended)
+    assert [r.decode().n for r in open_event_log(sqlite_url).read_stream("s")] == [0]
+
+
 def test_group_commit_across_actor_processes(sqlite_url: str, mp_asys: ActorSystem) -> None:
     """multiprocTCPBase: three counter processes append concurrently through one JournalActor;
     every append is stored exactly once, in order per stream, and the journal counted its

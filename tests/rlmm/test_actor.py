@@ -265,7 +265,7 @@ def test_actor_backed_manager_starts_partitions_on_first_use(asys, cfg):
     rlmm.add_remote_log_segment_metadata(s)
     assert list(rlmm.list_remote_log_segments(p)) == [s]
     assert started == [mp]  # one start per metadata partition
-    other = next(tp("b", i) for i in range(100) if metadata_partition_for(tp("b", i), 3) != mp)
+    other = next(x for x in (tp("b", i) for i in range(100)) if metadata_partition_for(x, 3) != mp)  # tp() draws a new topic id
     with pytest.raises(RemoteResourceNotFoundException):
         rlmm.list_remote_log_segments(other)  # a request starts its partition's actor too
     assert sorted(started) == sorted([mp, metadata_partition_for(other, 3)])
@@ -304,3 +304,32 @@ def test_concurrent_writer_is_folded_before_retrying(asys, cfg, sqlite_log):
     mine = seg(p, 10, 19, {0: 10})
     assert asys.ask(a, AddRemoteLogSegmentMetadata(mine), T) == MetadataStored(mp, 1, True)
     assert asys.ask(a, ListRemoteLogSegments(p, 0), T) == RlmmReply([foreign, mine])
+
+
+def test_an_actor_started_after_a_failed_start_gets_its_assignment(asys, cfg):
+    """A user partition registered while its metadata partition's actor could not start (the
+    controller was slow): the next use starts the actor and sends it the registered assignment,
+    so the partition becomes ready (without it, ``is_ready`` stayed false for good and the
+    RemoteLogManager never tiered the partition)."""
+    from actors.messages import Configure, Configured
+    from actors.rlmm.actor import RlmmPartitionActor
+    from actors.rlmm.errors import KafkaException
+    from actors.rlmm.manager import ActorRemoteLogMetadataManager
+    from events.rlmm import stream_id
+
+    cfg3 = dict(cfg, **{"remote.log.metadata.topic.num.partitions": "3"})
+    refuse = {"on": True}
+
+    def start(mp: int):
+        if refuse["on"]:
+            raise RuntimeError("controller busy (ChildLookup timed out)")
+        addr = asys.createActor(RlmmPartitionActor)
+        assert isinstance(asys.ask(addr, Configure(cfg3, stream_id(mp)), 5), Configured)
+        return addr
+
+    rlmm = ActorRemoteLogMetadataManager(lambda addr, msg: asys.ask(addr, msg, 5), {}, num_partitions=3, start=start)
+    p = tp("a", 0)
+    with pytest.raises(KafkaException):
+        rlmm.on_partition_leadership_changes({p}, set())
+    refuse["on"] = False
+    assert rlmm.is_ready(p)
