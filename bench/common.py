@@ -4,6 +4,45 @@ share: the producer they run in a separate process. Free ports come from the e2e
 
 from __future__ import annotations
 
+import socket
+import struct
+from typing import Any
+
+__all__ = ["PRODUCER", "KafkaConnection"]
+
+
+class KafkaConnection:
+    """One raw, blocking Kafka connection to ``127.0.0.1:port`` (TCP_NODELAY), for benchmarks
+    that time the broker's side of single requests. :meth:`ask` sends one request and returns the
+    decoded response body."""
+
+    def __init__(self, port: int, client_id: str = "shoal-bench", timeout_s: float = 60) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.client_id = client_id
+        self.cid = 0
+
+    def ask(self, api: int, version: int, body: Any) -> Any:
+        """Send request ``body`` (a kio request entity) as API ``api`` version ``version`` and
+        return the response body. Raises ``ConnectionError`` when the daemon closes the
+        connection, ``TimeoutError`` past the timeout."""
+        from wire.protocol import decode_response, encode_request, request_header
+
+        self.cid += 1
+        self.sock.sendall(encode_request(request_header(api, version, self.cid, self.client_id), body))
+        (size,) = struct.unpack(">i", self._recv(4))
+        return decode_response(self._recv(size), api, version)[1]
+
+    def _recv(self, n: int) -> bytes:
+        buf = bytearray()
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("closed by the daemon")
+            buf += chunk
+        return bytes(buf)
+
+
 PRODUCER = r"""
 import json, sys, time
 from confluent_kafka import Producer

@@ -77,7 +77,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import PRODUCER  # noqa: E402
+from bench.common import PRODUCER, KafkaConnection  # noqa: E402
 from tests.e2e.conftest import free_port  # noqa: E402
 
 #: What every ShareConsumer of the issue-14 parts is configured with (besides bootstrap/group).
@@ -498,31 +498,6 @@ def part_slow(consumers: int = 32, work_ms: float = 5.0, rate: int = 8000, secon
 # memory and request latency with many active share groups
 # --------------------------------------------------------------------------------------------
 
-class _Conn:
-    """One raw Kafka connection (blocking, TCP_NODELAY): ``ask(api, version, body)`` → decoded
-    response body. Raises ``ConnectionError`` when the daemon closes it."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.cid = 0
-
-    def ask(self, api: int, version: int, body):
-        from wire.protocol import decode_response, encode_request, request_header
-
-        self.cid += 1
-        self.sock.sendall(encode_request(request_header(api, version, self.cid, "shoal-bench"), body))
-        (size,) = struct.unpack(">i", self._recv(4))
-        return decode_response(self._recv(size), api, version)[1]
-
-    def _recv(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by the daemon")
-            buf += chunk
-        return bytes(buf)
 
 
 def _drive_share_groups(port: int, topic: str, groups: list[str], poll_ms: int, max_records: int, max_wait_ms: int = 500) -> None:
@@ -556,7 +531,7 @@ def _drive_share_groups(port: int, topic: str, groups: list[str], poll_ms: int, 
 
     def member(group: str) -> None:
         try:
-            conn = _Conn(port)
+            conn = KafkaConnection(port)
         except OSError as exc:
             with lock:
                 errors[type(exc).__name__] += 1

@@ -22,8 +22,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
-import struct
 import sys
 import tempfile
 import time
@@ -34,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import KafkaConnection  # noqa: E402
 from tests.e2e.conftest import free_port  # noqa: E402
 
 
@@ -54,29 +53,6 @@ def _sample(d) -> dict:
     return {"processes": len(pids), "pss_kb": _pss_kb(pids)}
 
 
-class _Conn:
-    """One raw Kafka connection: ``ask(api, version, body)`` → decoded response body."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.cid = 0
-
-    def ask(self, api: int, version: int, body):
-        from wire.protocol import decode_response, encode_request, request_header
-
-        self.cid += 1
-        self.sock.sendall(encode_request(request_header(api, version, self.cid), body))
-        (size,) = struct.unpack(">i", self._recv(4))
-        return decode_response(self._recv(size), api, version)[1]
-
-    def _recv(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by the daemon")
-            buf += chunk
-        return bytes(buf)
 
 
 def _error_name(code) -> str:
@@ -106,7 +82,7 @@ def run(requests: int, max_groups: int) -> dict:
         create_topic(d.bootstrap, "t", 1)
         time.sleep(3)  # let start-up children settle before sampling
         out["before"] = _sample(d)
-        conn = _Conn(d.port)
+        conn = KafkaConnection(d.port)
         answers: dict[str, Counter] = {"ShareGroupHeartbeat": Counter(), "ShareGroupDescribe": Counter(), "DescribeShareGroupOffsets": Counter(), "DescribeConfigs": Counter()}
         t0 = time.perf_counter()
         for i in range(requests):

@@ -33,9 +33,7 @@ import datetime
 import json
 import os
 import shutil
-import socket
 import statistics
-import struct
 import sys
 import tempfile
 import time
@@ -45,6 +43,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.common import KafkaConnection  # noqa: E402
 from tests.e2e.conftest import free_port  # noqa: E402
 
 _FIELDS = {"Pss:": "pss_kb", "Private_Dirty:": "private_dirty_kb", "Shared_Clean:": "shared_kb", "Shared_Dirty:": "shared_kb", "Rss:": "rss_kb"}
@@ -79,39 +78,16 @@ def sample(pids: list[int]) -> dict:
     }
 
 
-class _Conn:
-    """One raw Kafka connection: ``ask(api, version, body)`` → decoded response body."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=60)
-        self.cid = 0
-
-    def ask(self, api: int, version: int, body):
-        from wire.protocol import decode_response, encode_request, request_header
-
-        self.cid += 1
-        self.sock.sendall(encode_request(request_header(api, version, self.cid), body))
-        (size,) = struct.unpack(">i", self._recv(4))
-        return decode_response(self._recv(size), api, version)[1]
-
-    def _recv(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("closed by the daemon")
-            buf += chunk
-        return bytes(buf)
 
 
-def _topic_id(conn: _Conn, topic: str) -> uuid.UUID:
+def _topic_id(conn: KafkaConnection, topic: str) -> uuid.UUID:
     from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 
     r = conn.ask(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name=topic),), allow_auto_topic_creation=False, include_topic_authorized_operations=False))
     return r.topics[0].topic_id
 
 
-def join_and_fetch(conn: _Conn, group: str, topic: str, topic_id: uuid.UUID) -> dict[str, int]:
+def join_and_fetch(conn: KafkaConnection, group: str, topic: str, topic_id: uuid.UUID) -> dict[str, int]:
     """One member joins ``group`` (ShareGroupHeartbeat, epoch 0, subscribed to ``topic``) and
     fetches partition 0 once (ShareFetch, new session, no wait). Returns the error codes and the
     number of acquired record batches."""
@@ -149,7 +125,7 @@ def run(groups: int, records: int, settle_s: float, overrides: dict[str, str]) -
             produce(d.bootstrap, "t", [f"r{i}" for i in range(records)])
         time.sleep(settle_s)
         out["before_groups"] = sample(d.all_pids())
-        conn = _Conn(d.port)
+        conn = KafkaConnection(d.port)
         tid = _topic_id(conn, "t")
         answers = [join_and_fetch(conn, f"mem-{i}", "t", tid) for i in range(groups)]
         out["errors"] = sorted({(a["heartbeat_error"], a["share_fetch_error"]) for a in answers})
