@@ -21,6 +21,7 @@ restarted on the same data dir before that finishes completes it first
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -472,6 +473,11 @@ class Daemon:
         except BaseException:
             self.stop()
             raise
+        # The listener's long-lived heap (modules, kio schemas, configs, the actor system's
+        # endpoints) is built by now: move it out of the collector's reach, so that a full
+        # collection walks only what was allocated since. A full pass over the start-up heap took
+        # 80-100 ms here, a pause of every request in flight (issue 14's latency tail).
+        gc.freeze()
         return self
 
     def _listener(self, spec: ListenerSpec, dispatcher: Any, limits: ListenerLimits) -> KafkaListener:
