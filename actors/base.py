@@ -50,7 +50,9 @@ _FROZEN_PID: int | None = None
 
 def event_log_for(config: dict[str, Any]) -> EventLog:
     """The process-wide :class:`EventLog` for ``config['event.log.url']`` (opened once per process
-    and URL; ``event.log.sqlite.synchronous`` applies). Raises ``KeyError`` without a URL.
+    and URL; ``event.log.sqlite.synchronous`` applies, and with
+    ``event.log.sqlite.checkpoint.interval.ms`` > 0 appends never checkpoint the WAL themselves:
+    the daemon does, in the background). Raises ``KeyError`` without a URL.
 
     An EventLog inherited from the parent process is made fork-safe first
     (:meth:`store.event_log.EventLog.after_fork`: new pool, parent's connections left open)."""
@@ -58,7 +60,9 @@ def event_log_for(config: dict[str, Any]) -> EventLog:
     pid = os.getpid()
     elog = _EVENT_LOGS.get(url)
     if elog is None:
-        elog = open_event_log(url, synchronous=str(config.get("event.log.sqlite.synchronous", "FULL")))
+        background = int(config.get("event.log.sqlite.checkpoint.interval.ms", "0") or 0) > 0
+        elog = open_event_log(url, synchronous=str(config.get("event.log.sqlite.synchronous", "FULL")),
+                              wal_autocheckpoint=0 if background else None)
         _EVENT_LOGS[url] = elog
     elif _EVENT_LOG_PIDS.get(url, pid) != pid and hasattr(elog, "after_fork"):
         elog.after_fork()

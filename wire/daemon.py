@@ -739,14 +739,23 @@ class Daemon:
         rlm.start()
 
     def _tick(self) -> None:
-        """Background duties of the listener process: flush.ms, retention, tiering ticks, and
-        returning free heap pages to the OS (``shoal.malloc.trim.interval.ms``)."""
+        """Background duties of the listener process: flush.ms, retention, tiering ticks,
+        returning free heap pages to the OS (``shoal.malloc.trim.interval.ms``) and the SQLite
+        event log's WAL checkpoint (``event.log.sqlite.checkpoint.interval.ms``)."""
         interval = float(self.cfg.get("shoal.tick.interval.ms", "1000")) / 1000
         last_status = 0.0
         trimmer = MallocTrimmer(int(self.cfg.get("shoal.malloc.trim.interval.ms", "5000")))  # guard
+        checkpoint_s = float(self.cfg.get("event.log.sqlite.checkpoint.interval.ms", "1000")) / 1000
+        last_checkpoint = time.monotonic()
         while not self._stopped.wait(interval):
             now = int(time.time() * 1000)
             trimmer.tick(int(time.monotonic() * 1000))
+            if checkpoint_s > 0 and time.monotonic() - last_checkpoint >= checkpoint_s:
+                last_checkpoint = time.monotonic()
+                try:  # the WAL checkpoint no append runs (event.log.sqlite.checkpoint.interval.ms)
+                    event_log_for(self.cfg).checkpoint()
+                except Exception:
+                    log.warning("event log checkpoint failed", exc_info=True)
             if time.monotonic() - last_status >= float(self.cfg.get("shoal.status.interval.ms", "2000")) / 1000:
                 last_status = time.monotonic()
                 try:

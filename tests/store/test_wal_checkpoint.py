@@ -1,0 +1,36 @@
+"""SQLite WAL checkpoints off the append path (``wal_autocheckpoint=0`` +
+:meth:`store.event_log.EventLog.checkpoint`, the daemon's ``event.log.sqlite.checkpoint.interval.ms``):
+appends never checkpoint, so the WAL keeps every frame until a checkpoint copies them into the
+database file; with SQLite's default a committing connection checkpoints at 1000 pages."""
+
+from __future__ import annotations
+
+from events import new_event
+from store.event_log import ANY, open_event_log
+from tests.events.sample import Noted
+
+APPENDS = 1200  # each append writes at least one WAL frame: past SQLite's 1000-page threshold
+
+
+def _fill(elog) -> None:
+    for i in range(APPENDS):
+        elog.append("s", [new_event(Noted(i))], ANY)
+
+
+def test_appends_leave_checkpoints_to_checkpoint(tmp_path) -> None:
+    elog = open_event_log(f"sqlite:///{tmp_path}/events.db", synchronous="NORMAL", wal_autocheckpoint=0)
+    _fill(elog)
+    busy, frames, done = elog.checkpoint()
+    assert busy == 0 and frames >= APPENDS and done == frames  # nothing was checkpointed before
+    assert [e.decode().n for e in elog.read_stream("s")] == list(range(APPENDS))
+    # the next checkpoint finds the WAL empty again once a writer restarted it
+    elog.append("s", [new_event(Noted(APPENDS))], ANY)
+    assert elog.checkpoint()[1] < 10
+
+
+def test_by_default_a_committing_connection_checkpoints(tmp_path) -> None:
+    elog = open_event_log(f"sqlite:///{tmp_path}/events.db", synchronous="NORMAL")
+    _fill(elog)
+    busy, frames, done = elog.checkpoint()
+    assert frames < 1000 + 10  # the WAL restarted after SQLite's own checkpoint at 1000 pages
+
