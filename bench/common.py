@@ -6,9 +6,25 @@ from __future__ import annotations
 
 import socket
 import struct
+from pathlib import Path
 from typing import Any
 
-__all__ = ["PRODUCER", "KafkaConnection"]
+__all__ = ["PRODUCER", "KafkaConnection", "pss_kb"]
+
+
+def pss_kb(pids: list[int]) -> int:
+    """Sum of ``Pss`` (kB: proportional set size, shared pages divided among their sharers) in
+    ``/proc/<pid>/smaps_rollup`` over ``pids``; a process that is gone counts 0."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+                    break
+        except OSError:
+            pass
+    return total
 
 
 class KafkaConnection:

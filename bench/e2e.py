@@ -77,7 +77,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import PRODUCER, KafkaConnection  # noqa: E402
+from bench.common import PRODUCER, KafkaConnection, pss_kb  # noqa: E402
 from tests.e2e.conftest import free_port  # noqa: E402
 
 #: What every ShareConsumer of the issue-14 parts is configured with (besides bootstrap/group).
@@ -98,20 +98,6 @@ def _summary_ms(xs: list[float]) -> dict:
     if not xs:
         return {"n": 0}
     return {"p50": round(_pct(xs, 0.5), 1), "p99": round(_pct(xs, 0.99), 1), "max": round(max(xs), 1), "n": len(xs)}
-
-
-def _pss_kb(pids: list[int]) -> int:
-    """Sum of ``Pss`` (kB) in ``/proc/<pid>/smaps_rollup`` over ``pids`` (gone processes count 0)."""
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-                    break
-        except OSError:
-            pass
-    return total
 
 
 class _Daemon:
@@ -137,7 +123,7 @@ class _Daemon:
     def sample(self) -> dict:
         """``{"processes": n, "pss_mb": x}`` now (and update the peak)."""
         pids = self.d.all_pids()
-        kb = _pss_kb(pids)
+        kb = pss_kb(pids)
         self.peak_pss_kb = max(self.peak_pss_kb, kb)
         return {"processes": len(pids), "pss_mb": round(kb / 1024, 1)}
 

@@ -32,25 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.common import KafkaConnection  # noqa: E402
+from bench.common import KafkaConnection, pss_kb  # noqa: E402
 from tests.e2e.conftest import free_port  # noqa: E402
-
-
-def _pss_kb(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        try:
-            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1])
-        except OSError:
-            pass
-    return total
 
 
 def _sample(d) -> dict:
     pids = d.all_pids()
-    return {"processes": len(pids), "pss_kb": _pss_kb(pids)}
+    return {"processes": len(pids), "pss_kb": pss_kb(pids)}
 
 
 
