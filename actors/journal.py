@@ -165,8 +165,7 @@ class JournalActor(ShoalActor):
 
     def _after_refused(self, msg: AppendEvents, sender: Any) -> bool:
         """Whether ``msg`` was decided on an append of the same sender that was refused."""
-        after = getattr(msg, "after", 0)
-        return bool(after) and after in self._refused.get(str(sender), ())  # addresses need not hash
+        return bool(msg.after) and msg.after in self._refused.get(str(sender), ())  # addresses need not hash
 
     def _commit_one(self, msg: AppendEvents) -> list[AppendResult] | AppendFailed:
         assert self._log is not None
