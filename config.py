@@ -102,7 +102,33 @@ BROKER_DEFAULTS: dict[str, str] = {
     "group.consumer.max.heartbeat.interval.ms": "15000",
     "group.consumer.max.size": "2147483647",
     "group.consumer.assignors": "uniform,range",
+    # -- the cluster (issue 15): nodes sharing one PostgreSQL event log (KRaft's broker and
+    #    controller keys and defaults). "auto": a cluster on PostgreSQL, one node on SQLite.
+    "shoal.cluster.enable": "auto",
+    "broker.session.timeout.ms": "9000",
+    "broker.heartbeat.interval.ms": "2000",
+    # how often a node reads the controller stream for metadata it has not folded yet (ms)
+    "shoal.cluster.metadata.poll.ms": "100",
+    "unclean.leader.election.enable": "false",
+    "min.insync.replicas": "1",
+    "replica.lag.time.max.ms": "30000",
+    "replica.fetch.wait.max.ms": "500",
+    "replica.fetch.min.bytes": "1",
+    "replica.fetch.max.bytes": "1048576",
+    "replica.socket.timeout.ms": "30000",
+    "controller.socket.timeout.ms": "30000",
 }
+
+
+def cluster_enabled(cfg: Mapping[str, str]) -> bool:
+    """Whether the daemon of ``cfg`` runs as a node of a cluster: ``shoal.cluster.enable``
+    ``true``, or ``auto`` (the default) with a PostgreSQL ``event.log.url``. On SQLite the daemon
+    is a single node (``true`` with SQLite is refused by the daemon: nodes can only share a
+    server log)."""
+    mode = str(cfg.get("shoal.cluster.enable", "auto")).strip().lower()
+    if mode == "auto":
+        return str(cfg.get("event.log.url", "")).startswith("postgresql")
+    return mode == "true"
 
 
 def parse_properties(text: str) -> dict[str, str]:

@@ -66,6 +66,11 @@ __all__ = [
     "AclBinding",
     "AclsCreated",
     "AclsDeleted",
+    "BrokerEndpoint",
+    "BrokerFenced",
+    "BrokerRegistered",
+    "BrokerUnfenced",
+    "ControllerElected",
     "STREAM_ID",
     "config_map",
     "config_values",
@@ -444,6 +449,74 @@ class AclsDeleted(DomainEvent):
     ACL, ``AclControlManager.deleteAcls``): ``acls`` existed, distinct, sorted."""
 
     acls: tuple[AclBinding, ...]
+
+
+# --- the cluster: brokers and the active controller (KRaft's ClusterControlManager records) ----
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerEndpoint:
+    """One listener of a broker as it registered it (Kafka's ``BrokerRegistrationRequest``
+    ``Listener``): the listener ``name`` (``PLAINTEXT``, ``SASL_SSL``, …), the advertised
+    ``host`` and ``port``, and the ``security_protocol`` name."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str
+
+
+@domain_event("controller.BrokerRegistered")
+@dataclass(frozen=True, slots=True)
+class BrokerRegistered(DomainEvent):
+    """Broker ``broker_id`` registered (Kafka's ``RegisterBrokerRecord``, written by
+    ``ClusterControlManager.registerBroker``): its process ``incarnation_id`` (a new one every
+    start), its ``broker_epoch`` (the controller stream version of this event: heartbeats must
+    carry it), its ``endpoints`` in listener order (the first is the inter-broker listener) and
+    ``rack``. A broker registers fenced; a heartbeat unfences it (:class:`BrokerUnfenced`). A
+    registration replaces the broker's earlier one."""
+
+    broker_id: int
+    incarnation_id: str
+    broker_epoch: int
+    endpoints: tuple[BrokerEndpoint, ...]
+    rack: str | None = None
+
+
+@domain_event("controller.BrokerFenced")
+@dataclass(frozen=True, slots=True)
+class BrokerFenced(DomainEvent):
+    """Broker ``broker_id`` (registration ``broker_epoch``) was fenced (Kafka's
+    ``FenceBrokerRecord``): its session expired (no heartbeat for ``broker.session.timeout.ms``),
+    it asked to be fenced, or a new controller found it unreachable. ``reason``:
+    ``"session_expired"``, ``"controlled_shutdown"``, ``"controller_unreachable"`` or
+    ``"reregistered"``. The partitions it led get new leaders in the same append."""
+
+    broker_id: int
+    broker_epoch: int
+    reason: str
+
+
+@domain_event("controller.BrokerUnfenced")
+@dataclass(frozen=True, slots=True)
+class BrokerUnfenced(DomainEvent):
+    """Broker ``broker_id`` (registration ``broker_epoch``) was unfenced by a heartbeat (Kafka's
+    ``UnfenceBrokerRecord``): it may lead partitions and join ISRs again."""
+
+    broker_id: int
+    broker_epoch: int
+
+
+@domain_event("controller.ControllerElected")
+@dataclass(frozen=True, slots=True)
+class ControllerElected(DomainEvent):
+    """Node ``node_id`` became the active controller with ``controller_epoch`` (one more than the
+    previous one). The append that writes it is fenced by the stream's expected version, so at
+    most one node wins each epoch; every later append of the old controller is refused (KRaft's
+    quorum leader epoch, kept on the shared log)."""
+
+    node_id: int
+    controller_epoch: int
 
 
 

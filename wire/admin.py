@@ -19,6 +19,7 @@ from kio.static.primitive import i8, i16, i32, i64
 from actors.controller.acls import CLUSTER_NAME
 from wire.authz import Authorizer, allowed
 from wire.backend import Backend, TopicSpec
+from wire.cluster_view import NO_LEADER, PartitionState
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
 from wire.listeners import endpoint_for
 from wire.protocol import DecodedRequest
@@ -61,24 +62,31 @@ def api_versions_fallback(supported: dict[int, tuple[int, int]]) -> Any:
 
 
 def topic_metadata(cls: type, backend: Backend, info: Any) -> Any:
-    """A ``MetadataResponseTopic`` for ``info`` (a :class:`TopicInfo`): every partition led by
-    this node, replicas and ISR = [this node], leader epoch 0."""
-    node = i32(backend.node_id)
-    parts = tuple(
-        nested(
-            cls,
-            "MetadataResponsePartition",
-            error_code=ErrorCode.none,
-            partition_index=i32(p),
-            leader_id=node,
-            leader_epoch=i32(0),
-            replica_nodes=(node,),
-            isr_nodes=(node,),
-            offline_replicas=(),
+    """A ``MetadataResponseTopic`` for ``info`` (a :class:`TopicInfo`): each partition's leader,
+    leader epoch, replicas, ISR and offline replicas (replicas not among the live brokers) from
+    the broker's metadata image (``backend.cluster``; on a single node: this node leads, epoch 0).
+    A partition without a leader is LEADER_NOT_AVAILABLE (``KafkaApis``/``MetadataCache``)."""
+    view = backend.cluster
+    live = set(view.live_brokers())
+    parts = []
+    for p in range(info.partitions):
+        st = view.partition_state(info.name, p)
+        if st is None:
+            st = PartitionState((backend.node_id,), (backend.node_id,), backend.node_id, 0, 0)
+        parts.append(
+            nested(
+                cls,
+                "MetadataResponsePartition",
+                error_code=ErrorCode.none if st.leader != NO_LEADER else ErrorCode.leader_not_available,
+                partition_index=i32(p),
+                leader_id=i32(st.leader),
+                leader_epoch=i32(st.leader_epoch),
+                replica_nodes=tuple(i32(r) for r in st.replicas),
+                isr_nodes=tuple(i32(r) for r in st.isr),
+                offline_replicas=tuple(i32(r) for r in st.replicas if r not in live),
+            )
         )
-        for p in range(info.partitions)
-    )
-    return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id, is_internal=info.internal, partitions=parts)
+    return nested(cls, "MetadataResponseTopic", error_code=ErrorCode.none, name=info.name, topic_id=info.topic_id, is_internal=info.internal, partitions=tuple(parts))
 
 
 def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener: str | None = None, authorizer: Authorizer | None = None) -> Any:
@@ -96,8 +104,7 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener:
             if t.name is None or getattr(t, "topic_id", None) is not None:
                 what = "Topic name can not be null" if t.name is None else "Topic IDs are not supported in requests"
                 return metadata_error(req, ErrorCode.invalid_request, f"{what} for version {req.api_version}")
-    host, port = endpoint_for(backend, listener)
-    broker = nested(cls, "MetadataResponseBroker", node_id=i32(backend.node_id), host=host, port=i32(port), rack=None)
+    brokers = tuple(nested(cls, "MetadataResponseBroker", node_id=i32(n), host=h, port=i32(p), rack=r) for n, h, p, r in backend.metadata_brokers(listener))
     if body.topics is None:
         infos = backend.topics()
         topics = tuple(topic_metadata(cls, backend, t) for t in infos)
@@ -134,9 +141,9 @@ def metadata(req: DecodedRequest, backend: Backend, auto_create: bool, listener:
     return build(
         cls,
         throttle_time=NO_THROTTLE,
-        brokers=(broker,),
+        brokers=brokers,
         cluster_id=backend.cluster_id,
-        controller_id=i32(backend.node_id),
+        controller_id=i32(backend.controller_id()),
         topics=topics,
         error_code=ErrorCode.none,
         cluster_authorized_operations=i32(-2147483648),

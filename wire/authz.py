@@ -280,11 +280,19 @@ class AuthorizingBackend:
     """
 
     #: ``inner``'s methods that need no ACL (no resource is read or changed through them)
-    UNCHECKED = frozenset({"data_version", "wait_for_data", "status", "tiered_segments", "scram_credential"})
+    UNCHECKED = frozenset(
+        {
+            "data_version", "wait_for_data", "status", "tiered_segments", "scram_credential",
+            # the cluster (issue 15): Metadata/DescribeCluster show every live broker to every
+            # client, as Kafka does; the controller RPCs are checked for CLUSTER_ACTION on the
+            # cluster by their handlers (wire/cluster_api.py) before they reach these
+            "metadata_brokers", "controller_id", "register_broker", "broker_heartbeat", "alter_partition", "allocate_producer_ids_for",
+        }
+    )
     #: ``inner``'s data attributes the handlers read (this broker's identity and endpoints); no
     #: other attribute passes through (``controller``, ``shares``, ``logs`` … would hand out
     #: unchecked methods)
-    DATA = frozenset({"node_id", "host", "port", "endpoints", "cluster_id"})
+    DATA = frozenset({"node_id", "host", "port", "endpoints", "cluster_id", "cluster"})
 
     def __init__(self, inner: Any, authorizer: Authorizer) -> None:
         self.inner = inner

@@ -166,6 +166,14 @@ class Backend(Protocol):
     host: str
     port: int
     cluster_id: str
+    #: the broker's metadata image (:class:`wire.cluster_view.ClusterView`)
+    cluster: Any
+
+    def metadata_brokers(self, listener: str | None) -> list[tuple[int, str, int, str | None]]:
+        """``(node_id, host, port, rack)`` of every live broker, advertised on ``listener``."""
+
+    def controller_id(self) -> int:
+        """The active controller's node id (-1: none)."""
 
     # -- control plane ------------------------------------------------------------------------
     def topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:

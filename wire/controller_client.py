@@ -31,6 +31,14 @@ from actors.controller.messages import ForgetShareGroup
 from actors.share.limits import census_from_log
 from actors.controller.acls import AclCreateResult, AclDeleteResult
 from actors.controller.messages import (
+    AlterPartitionRequest,
+    BrokerHeartbeatReply,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationReply,
+    BrokerRegistrationRequest,
+    ClaimControllerRequest,
+    ClusterStatus,
+    PartitionResults,
     AclsReply,
     AclsRequest,
     AlterUserScramCredentialsReply,
@@ -48,6 +56,7 @@ from actors.controller.messages import (
 )
 from actors.controller.scram import AlterResult, ScramCredential
 from actors.controller.topics import CreatePartitionsTopic
+from actors.controller.state import PartitionResult
 from actors.messages import Failure
 from wire.backend import ConfigEntry, TopicInfo, TopicSpec
 from wire.gateway import ActorTimeout
@@ -129,6 +138,49 @@ class ControllerClient:
         if type(r).__name__ == "NotReady":
             raise ActorTimeout("the controller is recovering")
         return r
+
+    # ------------------------------------------------------------------ the cluster (issue 15)
+    def register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationReply:
+        """BrokerRegistration → the controller's reply; NOT_CONTROLLER / a timeout as an error reply."""
+        r = self._ask_or_error(req)
+        if isinstance(r, BrokerRegistrationReply):
+            return r
+        return BrokerRegistrationReply(*self._error_of(r), -1)
+
+    def broker_heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatReply:
+        """BrokerHeartbeat → the controller's reply (errors as :class:`BrokerHeartbeatReply`)."""
+        r = self._ask_or_error(req)
+        if isinstance(r, BrokerHeartbeatReply):
+            return r
+        return BrokerHeartbeatReply(*self._error_of(r), True)
+
+    def claim_controller(self, seen_epoch: int, fence: tuple[int, ...]) -> str | None:
+        """Ask this node's controller to become active over ``seen_epoch``; the error name when
+        it did not (another node won, or the controller did not answer)."""
+        r = self._ask_or_error(ClaimControllerRequest(seen_epoch, tuple(fence)))
+        if isinstance(r, ClusterStatus):
+            return r.error if not r.active else None
+        return self._error_of(r)[0]
+
+    def alter_partition(self, topic: str, partition: int, broker_id: int, leader_epoch: int, partition_epoch: int, isr: tuple[int, ...]) -> PartitionResult:
+        """AlterPartition of one partition → its :class:`PartitionResult` (errors included)."""
+        r = self._ask_or_error(AlterPartitionRequest(topic, partition, broker_id, leader_epoch, partition_epoch, isr))
+        if isinstance(r, PartitionResults) and r.results:
+            return r.results[0]
+        err, msg = self._error_of(r)
+        return PartitionResult(topic, partition, err or "UNKNOWN_SERVER_ERROR", msg)
+
+    def _ask_or_error(self, msg: Any) -> Any:
+        try:
+            return self.ask(msg)
+        except ActorTimeout as exc:
+            return Failure("REQUEST_TIMED_OUT", str(exc))
+
+    @staticmethod
+    def _error_of(r: Any) -> tuple[str, str | None]:
+        if isinstance(r, Failure):
+            return r.error, r.message
+        return "UNKNOWN_SERVER_ERROR", f"unexpected reply {type(r).__name__}"
 
     def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
         """A new block of producer ids ``(first, size)`` from the controller (persisted there).

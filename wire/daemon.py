@@ -33,23 +33,32 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
+from kio.static.primitive import i32, i64
+
 from actors.base import event_log_for
 from actors.consumer.classic import DescribedGroup
 from actors.consumer.classic import OffsetDeleteResult
 from actors.consumer.modern import ConsumerGroupDescription
 from actors.consumer.modern import ConsumerHeartbeatResult
-from config import BROKER_DEFAULTS
+from config import BROKER_DEFAULTS, ConfigError, cluster_enabled
 from actors.watchdog.liveness import boot_id, daemon_alive, observe_process, read_cmdline, session_members
 from actors.consumer.classic import OffsetCommitResult
 from wire import authz, consumer_client, controller_client, share_client
 from wire.backend import FetchedPartition, HeartbeatResult, ProduceResult, ShareFetchResult, TopicInfo, TopicSpec
-from wire.dispatch import API_NAMES, KafkaDispatcher
+from actors.controller.messages import BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerRegistrationReply, BrokerRegistrationRequest
+from actors.controller.state import PartitionResult
+from events.controller import BrokerEndpoint
+from wire.cluster import BrokerLifecycle, ClusterMetadata, RpcError
+from wire.cluster_view import StaticClusterView
+from wire.dispatch import API_NAMES, CLUSTER_APIS, SUPPORTED, KafkaDispatcher
+from wire.entities import error_name
 from wire.gateway import ActorGateway
 from wire.group_types import GroupTypes
 from wire.logs import LogRegistry
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.memory import MallocTrimmer
-from wire.listeners import ListenerSpec, advertised_endpoints, listener_config, listener_prefix, parse_listeners
+from wire.listeners import ListenerSpec, advertised_endpoints, endpoint_for, listener_config, listener_prefix, parse_listeners
 from wire.server import KafkaListener
 from wire.quotas import ListenerLimits
 
@@ -87,7 +96,64 @@ class ShoalBackend:
         self.controller = controller
         self.shares = shares
         self.logs = logs
-        self.producer_ids = ProducerIdManager(lambda: controller.allocate_producer_ids(self.node_id))
+        self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
+        #: the broker's metadata image (:class:`wire.cluster_view.ClusterView`): a
+        #: :class:`wire.cluster.ClusterMetadata` on a cluster, this node alone otherwise
+        self.cluster: Any = StaticClusterView(self.node_id, host, port)
+        self.clustered = False
+
+    # -- the cluster (issue 15) ----------------------------------------------------------------
+    def metadata_brokers(self, listener: str | None) -> list[tuple[int, str, int, str | None]]:
+        """``(node_id, host, port, rack)`` of every live broker on ``listener`` (Metadata,
+        DescribeCluster): the registered, unfenced nodes of a cluster, or this node."""
+        if self.clustered:
+            return self.cluster.metadata_brokers(listener)
+        host, port = endpoint_for(self, listener)
+        return [(self.node_id, host, port, None)]
+
+    def controller_id(self) -> int:
+        """The active controller's node id (-1 while a cluster has none)."""
+        return self.cluster.controller()[0] if self.clustered else self.node_id
+
+    def register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationReply:
+        """BrokerRegistration through this node's controller (NOT_CONTROLLER unless active)."""
+        return self.controller.register_broker(req)
+
+    def broker_heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatReply:
+        """BrokerHeartbeat through this node's controller."""
+        return self.controller.broker_heartbeat(req)
+
+    def alter_partition(self, topic: str, partition: int, broker_id: int, leader_epoch: int, partition_epoch: int, isr: tuple[int, ...]) -> PartitionResult:
+        """AlterPartition through this node's controller."""
+        return self.controller.alter_partition(topic, partition, broker_id, leader_epoch, partition_epoch, isr)
+
+    def allocate_producer_ids_for(self, broker_id: int) -> tuple[str | None, int, int]:
+        """AllocateProducerIds for ``broker_id`` from this node's controller → ``(error, first, size)``."""
+        try:
+            first, size = self.controller.allocate_producer_ids(broker_id)
+        except ProducerIdsUnavailable as exc:
+            return exc.error, -1, 0
+        return None, first, size
+
+    def _allocate_producer_ids(self) -> tuple[int, int]:
+        """A block of producer ids for this node: from the local controller on a single node;
+        on a cluster from the active controller over AllocateProducerIds (API 67). Raises
+        :class:`ProducerIdsUnavailable`."""
+        if not self.clustered:
+            return self.controller.allocate_producer_ids(self.node_id)
+        ctrl, _epoch = self.cluster.controller()
+        ch = self.cluster.channel(ctrl) if ctrl >= 0 else None
+        if ch is None:
+            raise ProducerIdsUnavailable("COORDINATOR_NOT_AVAILABLE", "no active controller")
+        reg = self.cluster.registration(self.node_id)
+        try:
+            r = ch.ask(67, 0, AllocateProducerIdsRequest(broker_id=i32(self.node_id), broker_epoch=i64(reg.broker_epoch if reg else -1)))
+        except RpcError as exc:
+            raise ProducerIdsUnavailable("COORDINATOR_NOT_AVAILABLE", str(exc)) from exc
+        err = error_name(r.error_code)
+        if err is not None:
+            raise ProducerIdsUnavailable("COORDINATOR_NOT_AVAILABLE" if err == "NOT_CONTROLLER" else err)
+        return int(r.producer_id_start), int(r.producer_id_len)
 
     # -- control plane: the controller ---------------------------------------------------------
     def topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
@@ -388,8 +454,8 @@ class ShoalBackend:
 
 
 class _Dispatcher(KafkaDispatcher):
-    def __init__(self, backend: Any, gateway: ActorGateway, auto_create: bool, authorizer: Any = None) -> None:
-        super().__init__(backend, auto_create, authorizer=authorizer)
+    def __init__(self, backend: Any, gateway: ActorGateway, auto_create: bool, authorizer: Any = None, clustered: bool = False) -> None:
+        super().__init__(backend, auto_create, supported={**SUPPORTED, **CLUSTER_APIS} if clustered else None, authorizer=authorizer)
         self.gateway = gateway
 
     def connection_closed(self, conn: Any) -> None:
@@ -416,6 +482,9 @@ class Daemon:
         self.started_ms = 0
         #: The actor system's session id (its admin's ``setsid``), from the watchdog; 0 unknown.
         self.actor_session = 0
+        #: on a cluster: this node's metadata image and its broker lifecycle (wire.cluster)
+        self.cluster: ClusterMetadata | None = None
+        self.lifecycle: BrokerLifecycle | None = None
 
     def start(self) -> "Daemon":
         """Start the actor system, the journal, the controller (and through it the share-group and
@@ -457,7 +526,13 @@ class Daemon:
             first = specs[0]
             self.backend = ShoalBackend(self.cfg, controller, shares, self.logs, first.host if first.host not in ("", "0.0.0.0") else "127.0.0.1", first.port, consumers)
             authorizer = authz.from_config(self.cfg, controller)  # authorizer.class.name (acls)
-            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer)
+            clustered = cluster_enabled(self.cfg)
+            if clustered:
+                if not str(self.cfg.get("event.log.url", "")).startswith("postgresql"):
+                    raise ConfigError("shoal.cluster.enable=true needs a PostgreSQL event.log.url: the nodes of a cluster share one event log")
+                self.cluster = ClusterMetadata(self.cfg, self.backend.node_id, event_log_for(self.cfg)).start()
+                self.backend.cluster, self.backend.clustered = self.cluster, True
+            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer, clustered)
             self.dispatcher = dispatcher
             limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests: broker-wide (wire.quotas)
             for spec in specs:
@@ -466,6 +541,8 @@ class Daemon:
             bound = {lst.name: (lst.host, lst.port) for lst in self.listeners}
             self.backend.endpoints = advertised_endpoints(self.cfg, bound)
             self.backend.host, self.backend.port = self.backend.endpoints[first.name]
+            if clustered:
+                self._join_cluster(controller)
             self.started_ms = int(time.time() * 1000)
             self._write_status_file()
             self._ticker = threading.Thread(target=self._tick, name="shoal-ticker", daemon=True)
@@ -479,6 +556,19 @@ class Daemon:
         # 80-100 ms here, a pause of every request in flight (issue 14's latency tail).
         gc.freeze()
         return self
+
+    def _join_cluster(self, controller: Any) -> None:
+        """Start the broker lifecycle (register with the active controller, heartbeat, take the
+        controller role over when needed) and wait until this node is unfenced, at most
+        ``shoal.cluster.join.timeout.ms`` (default 60000). Raises ``RuntimeError`` on timeout."""
+        assert self.backend is not None and self.cluster is not None
+        protocols = {lst.name: lst.security_protocol for lst in self.listeners}
+        endpoints = [BrokerEndpoint(name, host, port, protocols.get(name, "PLAINTEXT")) for name, (host, port) in self.backend.endpoints.items()]
+        self.lifecycle = BrokerLifecycle(self.cfg, self.backend.node_id, self.cluster, endpoints, controller.claim_controller).start()
+        timeout_s = int(self.cfg.get("shoal.cluster.join.timeout.ms", "60000")) / 1000
+        if not self.lifecycle.wait_unfenced(timeout_s):
+            raise RuntimeError(f"node {self.backend.node_id} was not unfenced by the cluster's controller within {timeout_s:.0f} s")
+        log.info("node %d joined the cluster (controller %d)", self.backend.node_id, self.cluster.controller()[0])
 
     def _listener(self, spec: ListenerSpec, dispatcher: Any, limits: ListenerLimits) -> KafkaListener:
         """One :class:`KafkaListener` for ``spec`` (not started), with its TLS context
@@ -821,6 +911,13 @@ class Daemon:
         if self._stopped.is_set():
             return
         self._stopped.set()
+        if self.lifecycle is not None:
+            try:
+                self.lifecycle.stop(controlled=True)  # fenced first: the partitions it leads move now
+            except Exception:  # pragma: no cover
+                log.exception("broker lifecycle stop")
+        if self.cluster is not None:
+            self.cluster.stop()
         for lst in self.listeners:
             try:
                 lst.stop()

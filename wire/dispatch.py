@@ -20,12 +20,12 @@ import struct
 import time
 from typing import Any, Callable
 
-from wire import acls, admin, authz, consumer_protocol, group_admin, groups, records, sasl, scram, share
+from wire import acls, admin, authz, cluster_api, consumer_protocol, group_admin, groups, records, sasl, scram, share
 from wire.backend import Backend
 from wire.protocol import DecodedRequest, UnsupportedRequest, encode_response, preload
 from wire.server import Connection, Dispatcher
 
-__all__ = ["SUPPORTED", "KafkaDispatcher", "API_NAMES"]
+__all__ = ["CLUSTER_APIS", "SUPPORTED", "KafkaDispatcher", "API_NAMES"]
 
 log = logging.getLogger("shoal.wire")
 
@@ -78,10 +78,25 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     # (client-generated member ids, what librdkafka 2.16 sends); regex subscriptions refused
     68: (0, 1),  # ConsumerGroupHeartbeat
     69: (0, 1),  # ConsumerGroupDescribe (v1: member type)
+    60: (0, 1),  # DescribeCluster (wire/cluster_api.py)
+}
+
+#: Kafka's controller RPCs between the nodes of a cluster (wire/cluster_api.py), served only by
+#: a node of a cluster (``config.cluster_enabled``): a single node has no peers to take them from.
+CLUSTER_APIS: dict[int, tuple[int, int]] = {
+    56: (2, 3),  # AlterPartition (topic ids)
+    62: (0, 4),  # BrokerRegistration
+    63: (0, 2),  # BrokerHeartbeat
+    67: (0, 0),  # AllocateProducerIds
 }
 
 API_NAMES = {
     0: "Produce",
+    56: "AlterPartition",
+    60: "DescribeCluster",
+    62: "BrokerRegistration",
+    63: "BrokerHeartbeat",
+    67: "AllocateProducerIds",
     1: "Fetch",
     2: "ListOffsets",
     3: "Metadata",
@@ -203,6 +218,12 @@ class KafkaDispatcher(Dispatcher):
             # KIP-848 consumer groups
             68: lambda r, c: consumer_protocol.consumer_group_heartbeat(r, backend, _peer_host(c)),
             69: lambda r, c: consumer_protocol.consumer_group_describe(r, backend, self.authorizer),
+            # the cluster (issue 15)
+            60: lambda r, c: cluster_api.describe_cluster(r, backend, getattr(c, "listener", None), self.authorizer),
+            56: lambda r, c: cluster_api.alter_partition(r, backend, self.authorizer),
+            62: lambda r, c: cluster_api.broker_registration(r, backend, self.authorizer),
+            63: lambda r, c: cluster_api.broker_heartbeat(r, backend, self.authorizer),
+            67: lambda r, c: cluster_api.allocate_producer_ids(r, backend, self.authorizer),
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:

@@ -62,6 +62,18 @@ def error_code(name: str | None) -> ErrorCode:
         return ErrorCode.unknown_server_error
 
 
+def error_name(code: int | ErrorCode) -> str | None:
+    """Kafka error code → its upper-case name (``None`` for 0), the inverse of
+    :func:`error_code`; a code kio does not know gives ``"UNKNOWN_SERVER_ERROR"``."""
+    code = int(code)
+    if code == 0:
+        return None
+    try:
+        return ErrorCode(code).name.upper()
+    except ValueError:
+        return "UNKNOWN_SERVER_ERROR"
+
+
 def duration_ms(v: Any, default: int = -1) -> int:
     """A request's duration field in ms: kio decodes Kafka's ``*Ms``/``*Timeout`` int32 fields as
     ``timedelta`` (an int passes through); ``default`` when the field is absent (``None``)."""

@@ -51,6 +51,7 @@ from actors.controller import frontiers as fr
 from actors.controller import scram as sc
 from actors.controller import topics as tp
 from actors.controller import acls as ac
+from actors.controller import cluster as cl
 from actors.controller.messages import (
     AclsReply,
     AclsRequest,
@@ -64,6 +65,13 @@ from actors.controller.messages import (
     AlterUserScramCredentialsReply,
     AlterUserScramCredentialsRequest,
     BrokerFailedNotice,
+    BrokerHeartbeatReply,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationReply,
+    BrokerRegistrationRequest,
+    ClaimControllerRequest,
+    ClusterStatus,
+    ClusterStatusRequest,
     ChildAddress,
     ChildKindRegistered,
     ChildLookup,
@@ -126,6 +134,7 @@ from actors.messages import (
     StatusReply,
     StatusRequest,
 )
+from config import cluster_enabled
 from events.codec import new_event
 from events.controller import STREAM_ID, CollectionsDropRequested, SegmentInfo
 from store.event_log import AppendRequest
@@ -135,6 +144,7 @@ __all__ = ["ControllerActor"]
 log = logging.getLogger("shoal.controller")
 
 _RETENTION = "controller-retention"
+_FOLLOW = "controller-follow"
 _INTERNAL_TOPICS = {"__consumer_offsets", "__transaction_state", "__share_group_state", "__remote_log_metadata"}
 # Messages handled before recovery has finished (everything else gets NotReady).
 _ALWAYS = (
@@ -192,6 +202,13 @@ class ControllerActor(EventSourcedActor):
         # group.share.max.groups
         self._share_groups: set[str] = set()
         self._max_share_groups = 10
+        # the cluster (issue 15): on a shared log one node's controller is active, the others
+        # follow the stream (actors.controller.cluster)
+        self._cluster = False
+        self._active = True
+        self._heartbeats = cl.HeartbeatTracker()
+        self._session_timeout_ms = 9000
+        self._follow_ms = 100
 
     # -- dispatch ---------------------------------------------------------------------------
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
@@ -219,6 +236,9 @@ class ControllerActor(EventSourcedActor):
         self._snapshot_interval = int(self._config.get("shoal.controller.snapshot.interval.events", 1000))
         self._retention_interval_ms = int(self._config.get("log.retention.check.interval.ms", 300_000))
         self._eventlog_interval = max(1, int(self._config.get("shoal.controller.eventlog.frontier.interval", 100)))
+        self._cluster = cluster_enabled(self._config)
+        self._session_timeout_ms = int(self._config.get("broker.session.timeout.ms", 9000))
+        self._follow_ms = max(1, int(self._config.get("shoal.cluster.metadata.poll.ms", 100)))
         self._sup = Supervisor(
             max_restarts=int(self._config.get("shoal.controller.child.max.restarts", 10)),
             restart_window_ms=int(self._config.get("shoal.controller.child.restart.window.ms", 60_000)),
@@ -248,10 +268,15 @@ class ControllerActor(EventSourcedActor):
             self._ready = True
             self.send(sender, Configured(self._name, self.event_log.last_position(), self._replayed))
 
-        startup: list[Any] = [ReconcilePolicies()]
-        if fr.EVENT_LOG_COLLECTION not in self.state.frontiers.collections and fr.EVENT_LOG_COLLECTION not in self.state.frontiers.dropped:
-            upper = self._last_position + 1
-            startup.insert(0, fr.CreateCollections((fr.NewCollection(fr.EVENT_LOG_COLLECTION, 0, upper, fr.NoPolicy(0)),)))
+        if self._cluster:
+            self.wakeupAfter(timedelta(milliseconds=self._follow_ms), payload=_FOLLOW)
+            self._active = self.state.cluster.controller_id == self._node_id
+            if not self._active:
+                ready()  # a standby: writes wait until it is elected (ClaimControllerRequest)
+                return
+            self._heartbeats.reset(self.state.cluster.live(), _now_ms())
+
+        startup = self._startup_commands()
 
         def run(i: int) -> None:
             """Run the start-up commands in order, then become ready."""
@@ -262,8 +287,31 @@ class ControllerActor(EventSourcedActor):
 
         run(0)
 
+    def _run_in_order(self, cmds: list[Any], done: Callable[[], None] | None = None) -> None:
+        """Decide and persist ``cmds`` one after the other (each on the state the previous one
+        left), then call ``done``; a failure stops the chain (logged)."""
+        if not cmds:
+            if done is not None:
+                done()
+            return
+
+        def failed(f: Failure) -> None:
+            log.warning("controller: %s failed: %s %s", type(cmds[0]).__name__, f.error, f.message)
+
+        self._execute(cmds[0], self.myAddress, lambda d, ch: self._run_in_order(cmds[1:], done), on_failure=failed)
+
+    def _startup_commands(self) -> list[Any]:
+        """What a controller decides when it becomes active: the ``eventlog`` collection on a
+        log that has none, then :class:`ReconcilePolicies`."""
+        assert self.state is not None
+        startup: list[Any] = [ReconcilePolicies()]
+        if fr.EVENT_LOG_COLLECTION not in self.state.frontiers.collections and fr.EVENT_LOG_COLLECTION not in self.state.frontiers.dropped:
+            upper = self._last_position + 1
+            startup.insert(0, fr.CreateCollections((fr.NewCollection(fr.EVENT_LOG_COLLECTION, 0, upper, fr.NoPolicy(0)),)))
+        return startup
+
     def _recover(self, elog: Any) -> ControllerState:
-        brokers = (self._node_id,)
+        brokers = () if self._cluster else (self._node_id,)  # a cluster's brokers register
         state = ControllerState(static_config={k: str(v) for k, v in self._config.items()}, brokers=brokers)
         snap = elog.load_snapshot(STREAM_ID)
         if snap is not None:
@@ -293,6 +341,13 @@ class ControllerActor(EventSourcedActor):
         """decide → persist → evolve → reply. ``make_reply(decision, since_changes)`` builds the
         reply after the events were applied (``None``: no reply)."""
         assert self.state is not None
+        if not self._active and not isinstance(cmd, cl.ClaimController):
+            failure = Failure("NOT_CONTROLLER", f"node {self._node_id} is not the active controller (node {self.state.cluster.controller_id} is)")
+            if on_failure is not None:
+                on_failure(failure)
+            else:
+                self.send(sender, failure)
+            return
         res = decide(self.state, cmd, _now_ms())
         if isinstance(res, fr.Rejected) or not res.events:
             self._reply(sender, make_reply(res, []))
@@ -306,6 +361,8 @@ class ControllerActor(EventSourcedActor):
             assert self.state is not None
             if isinstance(results, PersistError):
                 error = "NOT_CONTROLLER" if results.error == "CONCURRENCY" else "UNKNOWN_SERVER_ERROR"
+                if results.error == "CONCURRENCY" and self._cluster:
+                    self._follow()  # another node appended: it is the active controller now
                 failure = Failure(error, str(results))
                 if on_failure is not None:
                     on_failure(failure)
@@ -568,8 +625,124 @@ class ControllerActor(EventSourcedActor):
         self._subscribers.append((sender, msg.prefix))
         self.send(sender, FrontierReply(True))
 
+    # -- the cluster (issue 15) ---------------------------------------------------------------
+    def _follow(self) -> None:
+        """Fold the controller stream's events this node has not folded (a standby follows the
+        active controller's appends; an active one learns here that another node claimed the
+        role, and steps down). Runs only with no append in flight (the base class stashes
+        wakeups meanwhile), so it never folds an append of its own twice."""
+        assert self.state is not None
+        elog = self.event_log
+        if elog.stream_version(STREAM_ID) <= self.state.version:
+            return
+        changes: list[fr.SinceChange] = []
+        while True:
+            batch = elog.read_stream(STREAM_ID, from_version=self.state.version + 1, limit=1000)
+            if not batch:
+                break
+            for rec in batch:
+                changes.extend(apply(self.state, rec.decode()))
+                self.state.version = rec.stream_version
+        self._last_position = elog.last_position()
+        self._notify(changes)
+        if self._active and self.state.cluster.controller_id != self._node_id:
+            log.warning("controller: node %s claimed the controller role (epoch %d); node %s steps down",
+                        self.state.cluster.controller_id, self.state.cluster.controller_epoch, self._node_id)
+            self._active = False
+
+    def _cluster_status(self, error: str | None = None) -> ClusterStatus:
+        assert self.state is not None
+        cs = self.state.cluster
+        return ClusterStatus(self._active, cs.controller_id, cs.controller_epoch, self.state.version, error)
+
+    def receiveMsg_ClusterStatusRequest(self, msg: ClusterStatusRequest, sender: Any) -> None:
+        """Catch up with the stream, then answer :class:`ClusterStatus`."""
+        if self._cluster:
+            self._follow()
+        self.send(sender, self._cluster_status())
+
+    def receiveMsg_ClaimControllerRequest(self, msg: ClaimControllerRequest, sender: Any) -> None:
+        """Become the active controller over ``seen_epoch`` (:class:`cl.ClaimController`); the
+        append is fenced by the stream's expected version, so of several claimants one wins.
+        Answers :class:`ClusterStatus` (``error`` NOT_CONTROLLER when another node won)."""
+        assert self.state is not None
+        if not self._cluster:
+            self.send(sender, self._cluster_status("INVALID_REQUEST"))
+            return
+        self._follow()
+        if self._active:
+            self.send(sender, self._cluster_status())
+            return
+
+        def won(d: Decision | fr.Rejected, _changes: Any) -> ClusterStatus:
+            if isinstance(d, fr.Rejected):
+                return self._cluster_status(d.kafka_error)
+            self._active = True
+            self._heartbeats.reset(self.state.cluster.live(), _now_ms())
+            log.info("controller: node %d is the active controller (epoch %d)", self._node_id, self.state.cluster.controller_epoch)
+            self._run_in_order(self._startup_commands())
+            return self._cluster_status()
+
+        self._execute(cl.ClaimController(self._node_id, msg.seen_epoch, tuple(msg.fence)), sender, won,
+                      on_failure=lambda f: self.send(sender, self._cluster_status(f.error)))
+
+    def receiveMsg_BrokerRegistrationRequest(self, msg: BrokerRegistrationRequest, sender: Any) -> None:
+        """BrokerRegistration → :class:`BrokerRegistrationReply` (:class:`cl.RegisterBroker`)."""
+        assert self.state is not None
+        now = _now_ms()
+        cluster_id = str(self._config.get("cluster.id") or "shoal-cluster")
+        if msg.cluster_id and msg.cluster_id != cluster_id:
+            self.send(sender, BrokerRegistrationReply("INCONSISTENT_CLUSTER_ID", f"Expected cluster ID {cluster_id}, but got cluster ID {msg.cluster_id}", -1))
+            return
+        alive = self._heartbeats.alive(msg.broker_id, now, self._session_timeout_ms)
+        cmd = cl.RegisterBroker(msg.broker_id, msg.incarnation_id, msg.cluster_id, tuple(msg.endpoints), msg.rack, alive)
+
+        def reply(d: Decision | fr.Rejected, _changes: Any) -> BrokerRegistrationReply:
+            if isinstance(d, fr.Rejected):
+                return BrokerRegistrationReply(d.kafka_error, d.message, -1)
+            self._heartbeats.touch(msg.broker_id, now)
+            return BrokerRegistrationReply(None, None, d.reply[1])
+
+        self._execute(cmd, sender, reply, on_failure=lambda f: self.send(sender, BrokerRegistrationReply(f.error, f.message, -1)))
+
+    def receiveMsg_BrokerHeartbeatRequest(self, msg: BrokerHeartbeatRequest, sender: Any) -> None:
+        """BrokerHeartbeat → :class:`BrokerHeartbeatReply` (:class:`cl.BrokerHeartbeat`); renews
+        the broker's session."""
+        now = _now_ms()
+
+        def reply(d: Decision | fr.Rejected, _changes: Any) -> BrokerHeartbeatReply:
+            if isinstance(d, fr.Rejected):
+                return BrokerHeartbeatReply(d.kafka_error, d.message, True)
+            self._heartbeats.touch(msg.broker_id, now)
+            return BrokerHeartbeatReply(None, None, bool(d.reply[1]))
+
+        cmd = cl.BrokerHeartbeat(msg.broker_id, msg.broker_epoch, msg.want_fence)
+        self._execute(cmd, sender, reply, on_failure=lambda f: self.send(sender, BrokerHeartbeatReply(f.error, f.message, True)))
+
+    def _on_follow(self) -> None:
+        """The follow timer: fold new stream events; as the active controller, fence the brokers
+        whose session expired (``broker.session.timeout.ms``)."""
+        assert self.state is not None
+        try:
+            self._follow()
+        except Exception:
+            log.exception("controller: reading the controller stream failed; retrying")
+        if self._active:
+            expired = self._heartbeats.expired(self.state.cluster.live(), _now_ms(), self._session_timeout_ms)
+            if expired:
+                log.warning("controller: fencing broker(s) %s: no heartbeat for %d ms", expired, self._session_timeout_ms)
+                for b in expired:
+                    self._heartbeats.forget(b)
+                self._execute(cl.FenceBrokers(tuple(expired)), self.myAddress, lambda d, ch: None, on_failure=lambda f: None)
+
     def on_wakeup(self, payload: Any) -> None:
-        """The retention timer: decide :class:`~actors.controller.frontiers.EnforceRetention` now, then re-arm."""
+        """The retention timer: decide :class:`~actors.controller.frontiers.EnforceRetention` now,
+        then re-arm; the follow timer (a cluster): :meth:`_on_follow`, then re-arm."""
+        if payload == _FOLLOW and not self._exiting:
+            if self._ready:
+                self._on_follow()
+            self.wakeupAfter(timedelta(milliseconds=self._follow_ms), payload=_FOLLOW)
+            return
         if payload != _RETENTION or self._exiting:
             return
         if self._ready:

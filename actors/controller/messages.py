@@ -655,3 +655,78 @@ class CreatePartitionsReply:
     """Per-topic :class:`~actors.controller.topics.CreatePartitionsResult`, in request order."""
 
     results: tuple[Any, ...]
+
+
+# --- the cluster: broker registration, heartbeats, the active controller (issue 15) ----------
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationRequest:
+    """BrokerRegistration (API 62) as the active controller's listener received it:
+    ``endpoints`` are :class:`~events.controller.BrokerEndpoint` in listener order. Reply
+    :class:`BrokerRegistrationReply`; a controller that is not active answers NOT_CONTROLLER."""
+
+    broker_id: int
+    incarnation_id: str
+    cluster_id: str
+    endpoints: tuple[Any, ...]
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistrationReply:
+    """``error`` (Kafka error name or ``None``), ``message``, and the ``broker_epoch`` the
+    registration got (-1 on error)."""
+
+    error: str | None
+    message: str | None
+    broker_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatRequest:
+    """BrokerHeartbeat (API 63): ``broker_epoch`` of the registration, ``want_fence``. Reply
+    :class:`BrokerHeartbeatReply`."""
+
+    broker_id: int
+    broker_epoch: int
+    want_fence: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerHeartbeatReply:
+    """``error``, ``message``, ``is_fenced`` after the heartbeat was decided."""
+
+    error: str | None
+    message: str | None
+    is_fenced: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimControllerRequest:
+    """This node's broker lifecycle asks its ControllerActor to become the active controller
+    over ``seen_epoch`` (no active controller yet, or the active one was unreachable for a whole
+    ``broker.session.timeout.ms``); ``fence``: broker ids to fence in the same append. Reply
+    :class:`ClusterStatus`."""
+
+    seen_epoch: int
+    fence: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStatusRequest:
+    """The controller's view of the cluster; reply :class:`ClusterStatus`. Catches up with the
+    controller stream first."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterStatus:
+    """``active``: this node is the active controller; ``controller_id``/``controller_epoch``
+    as folded (``controller_id`` -1: none yet); ``version``: the controller stream version folded;
+    ``error``: why a :class:`ClaimControllerRequest` was refused (``None`` otherwise)."""
+
+    active: bool
+    controller_id: int
+    controller_epoch: int
+    version: int
+    error: str | None = None

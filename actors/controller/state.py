@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from actors.controller import acls as ac
+from actors.controller import cluster as cl
 from actors.controller import frontiers as fr
 from actors.controller import replication as rep
 from actors.controller import scram as sc
@@ -38,6 +39,10 @@ from events.controller import (
     AclsCreated,
     AclsDeleted,
     BrokerConfigsAltered,
+    BrokerFenced,
+    BrokerRegistered,
+    BrokerUnfenced,
+    ControllerElected,
     CollectionSpec,
     CollectionsCreated,
     CollectionsDropRequested,
@@ -167,6 +172,8 @@ class ControllerState:
         self.scram = sc.ScramState()
         #: the ACLs (CreateAcls/DeleteAcls), indexed for authorization
         self.acls = ac.AclSet()
+        #: the registered brokers and the active controller (a cluster on a shared log)
+        self.cluster = cl.ClusterState()
         self.version = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -179,6 +186,8 @@ class ControllerState:
             d["scram"] = self.scram.to_dict()
         if len(self.acls):
             d["acls"] = self.acls.to_list()
+        if self.cluster:
+            d["cluster"] = self.cluster.to_dict()
         return d
 
     def load_dict(self, d: Mapping[str, Any], version: int) -> None:
@@ -188,6 +197,9 @@ class ControllerState:
         self.next_producer_id = int(d.get("next_producer_id", 0))  # snapshots before producer ids: none handed out
         self.scram = sc.ScramState.from_dict(d.get("scram"))  # absent: no credential (or a snapshot before SCRAM)
         self.acls = ac.AclSet.from_list(d.get("acls", ()))  # absent: no ACL (or a snapshot before ACLs)
+        self.cluster = cl.ClusterState.from_dict(d.get("cluster"))  # absent: a single node
+        if self.cluster.brokers:
+            self.topics.brokers = self.cluster.live()
         self.version = version
 
     def collection_topic(self, collection_id: str) -> tp.Topic | None:
@@ -333,6 +345,14 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
         return _decide_leader_update(state, cmd)
     if isinstance(cmd, AlterPartition):
         return _decide_alter_partition(state, cmd)
+    if isinstance(cmd, cl.RegisterBroker):
+        return _decide_register(state, cmd)
+    if isinstance(cmd, cl.BrokerHeartbeat):
+        return _decide_heartbeat(state, cmd)
+    if isinstance(cmd, cl.FenceBrokers):
+        return Decision(_fence(state, cmd.broker_ids, cmd.reason), None)
+    if isinstance(cmd, cl.ClaimController):
+        return _decide_claim(state, cmd)
     if isinstance(cmd, fr.ChangeReadHolds):
         positive = any(d > 0 for _, _, d in cmd.changes)
         if not _share_gate(state, cmd.holder, [c for c, _, _ in cmd.changes], positive):
@@ -456,6 +476,91 @@ def _decide_alter_partition(state: ControllerState, cmd: AlterPartition) -> Deci
     return Decision([_changed(t, cmd.partition, new, reason)], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, new.leader, new.leader_epoch)])
 
 
+def _decide_register(state: ControllerState, cmd: cl.RegisterBroker) -> Decision | fr.Rejected:
+    """BrokerRegistration (``ClusterControlManager.registerBroker``): reply ``(error, epoch)``."""
+    cs = state.cluster
+    old = cs.brokers.get(cmd.broker_id)
+    if old is not None and old.incarnation_id == cmd.incarnation_id:
+        return Decision([], (None, old.broker_epoch))  # a retried registration
+    if old is not None and not old.fenced and cmd.session_alive:
+        msg = f"Another broker is registered with that broker id {cmd.broker_id} and its session has not expired."
+        return fr.Rejected("DuplicateBrokerRegistration", msg, "DUPLICATE_BROKER_REGISTRATION")
+    events: list[Any] = []
+    if old is not None and not old.fenced:
+        events.extend(_fence(state, (cmd.broker_id,), "reregistered"))
+    epoch = state.version + len(events) + 1  # the stream version this registration will get
+    events.append(BrokerRegistered(cmd.broker_id, cmd.incarnation_id, epoch, tuple(cmd.endpoints), cmd.rack))
+    return Decision(events, (None, epoch))
+
+
+def _decide_heartbeat(state: ControllerState, cmd: cl.BrokerHeartbeat) -> Decision | fr.Rejected:
+    """BrokerHeartbeat (``ClusterControlManager``/``ReplicationControlManager``): unfence a fenced
+    broker that no longer wants to be fenced and elect it where a partition has no leader and it
+    is in the ISR; fence an unfenced one that asks to be. Reply ``(error, is_fenced)``."""
+    reg = state.cluster.brokers.get(cmd.broker_id)
+    if reg is None:
+        return fr.Rejected("BrokerIdNotRegistered", f"Broker {cmd.broker_id} is not registered.", "BROKER_ID_NOT_REGISTERED")
+    if reg.broker_epoch != cmd.broker_epoch:
+        msg = f"Expected broker epoch {reg.broker_epoch}, but got broker epoch {cmd.broker_epoch}"
+        return fr.Rejected("StaleBrokerEpoch", msg, "STALE_BROKER_EPOCH")
+    if reg.fenced and not cmd.want_fence:
+        events: list[Any] = [BrokerUnfenced(cmd.broker_id, reg.broker_epoch)]
+        live = tuple(sorted(set(state.cluster.live()) | {cmd.broker_id}))
+        for _name, t in sorted(state.topics.topics.items()):
+            for p in t.partitions:
+                unclean = _unclean_enabled(state, _name)
+                if p.leader != rep.NO_LEADER or (cmd.broker_id not in p.isr and not unclean):
+                    continue
+                lead = _lead(p)
+                leader, was_unclean = rep.elect_leader(lead, live, "online", unclean)
+                if leader != rep.NO_LEADER:
+                    new = lead.change(leader=leader, isr=(leader,) if was_unclean else None)
+                    events.append(_changed(t, p.partition, new, "unclean" if was_unclean else "election"))
+        return Decision(events, (None, False))
+    if not reg.fenced and cmd.want_fence:
+        return Decision(_fence(state, (cmd.broker_id,), "controlled_shutdown"), (None, True))
+    return Decision([], (None, reg.fenced))
+
+
+def _unclean_enabled(state: ControllerState, topic: str) -> bool:
+    """The topic's effective ``unclean.leader.election.enable`` (default false)."""
+    return str(tp.effective_topic_config(state.topics, topic)["unclean.leader.election.enable"]).lower() == "true"
+
+
+def _fence(state: ControllerState, broker_ids: Sequence[int], reason: str) -> list[Any]:
+    """Events that fence each unfenced broker of ``broker_ids`` and move its partitions' leaders
+    (``handleBrokerFenced``: leaders move to the next live ISR member in replica order, the
+    broker leaves every ISR unless it is the last member; both bump the leader epoch)."""
+    events: list[Any] = []
+    live = set(state.cluster.live() or state.topics.brokers)
+    scratch = {n: [_lead(p) for p in t.partitions] for n, t in state.topics.topics.items()}
+    for b in sorted(set(broker_ids)):
+        reg = state.cluster.brokers.get(b)
+        if reg is None or reg.fenced:
+            continue
+        events.append(BrokerFenced(b, reg.broker_epoch, reason))
+        live.discard(b)
+        for name, t in sorted(state.topics.topics.items()):
+            for i, lead in enumerate(scratch[name]):
+                if b not in lead.replicas:
+                    continue
+                new = rep.handle_broker_failure(lead, b, sorted(live))
+                if new is not lead:
+                    scratch[name][i] = new
+                    events.append(_changed(t, i, new, "broker_failed"))
+    return events
+
+
+def _decide_claim(state: ControllerState, cmd: cl.ClaimController) -> Decision | fr.Rejected:
+    """A node claims the active controller role over the epoch it saw (see :class:`cl.ClaimController`)."""
+    if cmd.seen_epoch != state.cluster.controller_epoch:
+        msg = f"The controller epoch moved from {cmd.seen_epoch} to {state.cluster.controller_epoch} (node {state.cluster.controller_id})."
+        return fr.Rejected("NotController", msg, "NOT_CONTROLLER")
+    events: list[Any] = [ControllerElected(cmd.node_id, state.cluster.controller_epoch + 1)]
+    events.extend(_fence(state, tuple(b for b in cmd.fence if b != cmd.node_id), "controller_unreachable"))
+    return Decision(events, None)
+
+
 _TOPIC_EVENTS = (TopicCreated, TopicDeleted, TopicConfigsAltered, BrokerConfigsAltered, PartitionChanged, PartitionsCreated)
 
 
@@ -478,5 +583,10 @@ def apply(state: ControllerState, event: Any) -> list[fr.SinceChange]:
         return []
     if isinstance(event, (AclsCreated, AclsDeleted)):
         ac.evolve(state.acls, event)
+        return []
+    if isinstance(event, cl.CLUSTER_EVENTS):
+        state.cluster.evolve(event)
+        if state.cluster.brokers:
+            state.topics.brokers = state.cluster.live()
         return []
     return state.frontiers.apply(event)

@@ -20,7 +20,7 @@ from actors.controller.acls import AclBinding, AclBindingFilter, AclCreateResult
 from actors.controller.actor import ControllerActor
 from actors.journal import JournalActor
 from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
-from events.controller import STREAM_ID, SegmentInfo
+from events.controller import STREAM_ID, BrokerEndpoint, SegmentInfo
 from store.event_log import open_event_log
 from tests.controller import child_actor as C
 
@@ -29,7 +29,8 @@ ACTOR = "actors.controller.actor.ControllerActor"
 
 
 def config(url: str, **extra: str) -> dict[str, str]:
-    cfg = {"event.log.url": url, "node.id": "1", "log.retention.check.interval.ms": "0", "listeners": "PLAINTEXT://127.0.0.1:9093"}
+    # a single node on either log (on PostgreSQL "auto" would make it a cluster's node: tests/cluster)
+    cfg = {"event.log.url": url, "node.id": "1", "log.retention.check.interval.ms": "0", "listeners": "PLAINTEXT://127.0.0.1:9093", "shoal.cluster.enable": "false"}
     cfg.update(extra)
     return cfg
 
@@ -439,6 +440,14 @@ def _samples():
         # CreatePartitions (issue 16)
         M.CreatePartitionsRequest((tp.CreatePartitionsTopic("t", 3, ((1,), (1,))),), True),
         M.CreatePartitionsReply((tp.CreatePartitionsResult("t"), tp.CreatePartitionsResult("u", "INVALID_PARTITIONS", "m"))),
+        # the cluster (issue 15)
+        M.BrokerRegistrationRequest(2, "inc", "c", (BrokerEndpoint("PLAINTEXT", "h", 9092, "PLAINTEXT"),), None),
+        M.BrokerRegistrationReply(None, None, 7),
+        M.BrokerHeartbeatRequest(2, 7, False),
+        M.BrokerHeartbeatReply("STALE_BROKER_EPOCH", "m", True),
+        M.ClaimControllerRequest(3, (1,)),
+        M.ClusterStatusRequest(),
+        M.ClusterStatus(True, 2, 4, 10, None),
     ]
 
 

@@ -12,6 +12,8 @@ import uuid
 from typing import Sequence
 
 from store.record_batch import assign_offsets
+from wire.cluster_view import StaticClusterView
+from wire.listeners import endpoint_for
 from wire.backend import (
     AcquiredRange,
     ConfigEntry,
@@ -29,6 +31,14 @@ class FakeBackend:
     host = "127.0.0.1"
     port = 9092
     cluster_id = "fake-cluster"
+    cluster = StaticClusterView(1)
+
+    def metadata_brokers(self, listener):
+        host, port = endpoint_for(self, listener)
+        return [(self.node_id, host, port, None)]
+
+    def controller_id(self) -> int:
+        return self.node_id
 
     def __init__(self) -> None:
         self._topics: dict[str, TopicInfo] = {}

@@ -1,0 +1,137 @@
+"""The cluster's APIs on the wire (issue 15): Kafka's controller RPCs between nodes —
+BrokerRegistration (62), BrokerHeartbeat (63), AlterPartition (56), AllocateProducerIds (67) —
+and the client-facing DescribeCluster (60).
+
+The controller RPCs are answered by this node's ControllerActor: only the active controller
+decides them (NOT_CONTROLLER otherwise, which makes the sender look the controller up again).
+With an authorizer on they need CLUSTER_ACTION on the cluster (Kafka's ``ControllerApis``), and
+DescribeCluster needs DESCRIBE on the cluster only for ``include_cluster_authorized_operations``
+(it is answered to every authenticated client, as Kafka does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.static.primitive import i8, i32, i64
+
+from actors.controller.acls import CLUSTER_NAME
+from actors.controller.messages import BrokerHeartbeatRequest, BrokerRegistrationRequest
+from events.controller import BrokerEndpoint
+from wire.authz import allowed
+from wire.backend import Backend
+from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.protocol import DecodedRequest
+
+__all__ = ["allocate_producer_ids", "alter_partition", "broker_heartbeat", "broker_registration", "describe_cluster", "SECURITY_PROTOCOL_NAMES"]
+
+#: Kafka's ``SecurityProtocol`` id → name
+SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
+
+
+def _cluster_action(authorizer: Any) -> bool:
+    return allowed(authorizer, "CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME)
+
+
+def broker_registration(req: DecodedRequest, backend: Backend, authorizer: Any = None) -> Any:
+    """BrokerRegistration (v0–4) → the controller's decision (``cl.RegisterBroker``): the broker
+    epoch, or DUPLICATE_BROKER_REGISTRATION / INCONSISTENT_CLUSTER_ID / NOT_CONTROLLER."""
+    cls = response_class(62, req.api_version)
+    if not _cluster_action(authorizer):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("CLUSTER_AUTHORIZATION_FAILED"), broker_epoch=i64(-1))
+    b = req.body
+    endpoints = tuple(BrokerEndpoint(l.name, l.host, int(l.port), SECURITY_PROTOCOL_NAMES.get(int(l.security_protocol), "PLAINTEXT")) for l in b.listeners)
+    r = backend.register_broker(BrokerRegistrationRequest(int(b.broker_id), str(b.incarnation_id), b.cluster_id, endpoints, b.rack))
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), broker_epoch=i64(r.broker_epoch))
+
+
+def broker_heartbeat(req: DecodedRequest, backend: Backend, authorizer: Any = None) -> Any:
+    """BrokerHeartbeat (v0–2) → ``is_fenced`` after the controller decided it; ``want_shut_down``
+    is treated as ``want_fence`` (the partitions move at once) and answered
+    ``should_shut_down`` once fenced."""
+    cls = response_class(63, req.api_version)
+    if not _cluster_action(authorizer):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("CLUSTER_AUTHORIZATION_FAILED"), is_caught_up=False, is_fenced=True, should_shut_down=False)
+    b = req.body
+    want_fence = bool(b.want_fence) or bool(b.want_shut_down)
+    r = backend.broker_heartbeat(BrokerHeartbeatRequest(int(b.broker_id), int(b.broker_epoch), want_fence))
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(r.error),
+        is_caught_up=r.error is None,
+        is_fenced=r.is_fenced,
+        should_shut_down=bool(b.want_shut_down) and r.is_fenced and r.error is None,
+    )
+
+
+def alter_partition(req: DecodedRequest, backend: Backend, authorizer: Any = None) -> Any:
+    """AlterPartition (v2–3, topic ids) from a partition leader → per partition the controller's
+    result: the committed leader, epochs and ISR, or FENCED_LEADER_EPOCH /
+    INVALID_UPDATE_VERSION / INELIGIBLE_REPLICA / UNKNOWN_TOPIC_ID / NOT_CONTROLLER."""
+    cls = response_class(56, req.api_version)
+    b = req.body
+    if not _cluster_action(authorizer):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("CLUSTER_AUTHORIZATION_FAILED"), topics=())
+    names = {t.topic_id: t.name for t in backend.topics()}
+    topics = []
+    for t in b.topics:
+        name = names.get(t.topic_id)
+        parts = []
+        for p in t.partitions:
+            if name is None:
+                parts.append(nested(cls, "PartitionData", partition_index=p.partition_index, error_code=error_code("UNKNOWN_TOPIC_ID"), leader_id=i32(-1), leader_epoch=i32(-1), isr=(), partition_epoch=i32(-1)))
+                continue
+            if req.api_version >= 3:
+                isr = tuple(int(s.broker_id) for s in p.new_isr_with_epochs)
+            else:
+                isr = tuple(int(x) for x in getattr(p, "new_isr", ()))
+            r = backend.alter_partition(name, int(p.partition_index), int(b.broker_id), int(p.leader_epoch), int(p.partition_epoch), isr)
+            parts.append(
+                nested(
+                    cls,
+                    "PartitionData",
+                    partition_index=p.partition_index,
+                    error_code=error_code(None if r.error == "NONE" else r.error),
+                    leader_id=i32(r.leader),
+                    leader_epoch=i32(r.leader_epoch),
+                    isr=tuple(i32(x) for x in (r.isr if r.error == "NONE" else ())),
+                    partition_epoch=i32(r.partition_epoch if r.error == "NONE" else -1),
+                )
+            )
+        topics.append(nested(cls, "TopicData", topic_id=t.topic_id, partitions=tuple(parts)))
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(None), topics=tuple(topics))
+
+
+def allocate_producer_ids(req: DecodedRequest, backend: Backend, authorizer: Any = None) -> Any:
+    """AllocateProducerIds (v0) from another node's InitProducerId → a block of ids from the
+    active controller (NOT_CONTROLLER elsewhere)."""
+    cls = response_class(67, req.api_version)
+    if not _cluster_action(authorizer):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("CLUSTER_AUTHORIZATION_FAILED"), producer_id_start=i64(-1), producer_id_len=i32(0))
+    err, first, size = backend.allocate_producer_ids_for(int(req.body.broker_id))
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(err), producer_id_start=i64(first), producer_id_len=i32(size))
+
+
+def describe_cluster(req: DecodedRequest, backend: Backend, listener: str | None = None, authorizer: Any = None) -> Any:
+    """DescribeCluster (v0–1): the cluster id, the active controller and every live broker on
+    the listener the request arrived on (Kafka's ``KafkaApis.handleDescribeCluster``; v1
+    ``endpoint_type`` 1 = brokers, 2 = controllers is UNSUPPORTED_VERSION here as on a broker)."""
+    cls = response_class(60, req.api_version)
+    b = req.body
+    endpoint_type = int(getattr(b, "endpoint_type", 1))
+    if endpoint_type != 1:
+        return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("UNSUPPORTED_ENDPOINT_TYPE"), error_message="The broker only handles endpoint type BROKERS", endpoint_type=i8(endpoint_type), cluster_id=backend.cluster_id, controller_id=i32(-1), brokers=())
+    brokers = tuple(nested(cls, "DescribeClusterBroker", broker_id=i32(n), host=h, port=i32(p), rack=r) for n, h, p, r in backend.metadata_brokers(listener))
+    ops = i32(-2147483648)
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(None),
+        error_message=None,
+        endpoint_type=i8(1),
+        cluster_id=backend.cluster_id,
+        controller_id=i32(backend.controller_id()),
+        brokers=brokers,
+        cluster_authorized_operations=ops,
+    )
