@@ -25,7 +25,8 @@ from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
 from actors.rlmm.metadata import RemoteLogSegmentState, TopicIdPartition
 from store import record_batch as rb
 from store.event_log import open_event_log
-from store.partition_log import LogConfig, PartitionLog
+from store.log.config import LogConfig
+from store.log.log import PartitionLog
 from store.remote_log_manager import RemoteLogManager
 from store.remote_storage import LocalDirectoryRemoteStorageManager
 
@@ -46,7 +47,8 @@ CHILD = textwrap.dedent(
     from actors.rlmm.metadata import RemoteLogSegmentState, TopicIdPartition
     from store import record_batch as rb
     from store.event_log import open_event_log
-    from store.partition_log import LogConfig, PartitionLog
+    from store.log.config import LogConfig
+    from store.log.log import PartitionLog
     from store.remote_log_manager import RemoteLogManager
 
     data, mode, props = Path(sys.argv[1]), sys.argv[2], eval(sys.argv[3])
