@@ -46,8 +46,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-from actors.rlmm.errors import RemoteStorageException
-from actors.rlmm.metadata import (
+from events.rlmm_errors import RemoteStorageException
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-from actors.rlmm.metadata import RemoteLogSegmentState, TopicIdPartition
+from events.rlmm_types import RemoteLogSegmentState, TopicIdPartition
 from store import record_batch as rb
 from store.event_log import open_event_log
 from store.log.config import LogConfig
@@ -44,7 +44,7 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     import store.remote_storage as remote_storage
     from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-    from actors.rlmm.metadata import RemoteLogSegmentState, TopicIdPartition
+    from events.rlmm_types import RemoteLogSegmentState, TopicIdPartition
     from store import record_batch as rb
     from store.event_log import open_event_log
     from store.log.config import LogConfig

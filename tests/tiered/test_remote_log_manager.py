@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.rlmm.errors import RemoteStorageException
+from events.rlmm_errors import RemoteStorageException
 from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
