@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from actors.rlmm.cache import RemoteLogMetadataCache  # noqa: E402
 from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager  # noqa: E402
-from actors.rlmm.metadata import (  # noqa: E402
+from events.rlmm_types import (  # noqa: E402
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,

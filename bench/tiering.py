@@ -28,10 +28,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager  # noqa: E402
-from actors.rlmm.metadata import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition  # noqa: E402
+from events.rlmm_types import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition  # noqa: E402
 from store import record_batch as rb  # noqa: E402
 from store.event_log import open_event_log  # noqa: E402
-from store.partition_log import LogConfig, PartitionLog  # noqa: E402
+from store.log.config import LogConfig  # noqa: E402
+from store.log.log import PartitionLog  # noqa: E402
 from store.remote_log_manager import RemoteLogManager  # noqa: E402
 from store.remote_storage import LocalDirectoryRemoteStorageManager, LogSegmentData, _copy_file  # noqa: E402
 

@@ -5,7 +5,7 @@ A record value in ``__remote_log_metadata`` is (``AbstractApiMessageSerde#write`
     frameVersion: uvarint (= 1) | apiKey: uvarint | version: uvarint | message body
 
 ======  ======================================  =======================================
-apiKey  message (``storage/src/main/resources/message``)  Python type (``actors.rlmm.metadata``)
+apiKey  message (``storage/src/main/resources/message``)  Python type (``events.rlmm_types``)
 ======  ======================================  =======================================
 0       ``RemoteLogSegmentMetadataRecord``        :class:`RemoteLogSegmentMetadata`
 1       ``RemoteLogSegmentMetadataUpdateRecord``  :class:`RemoteLogSegmentMetadataUpdate`
@@ -33,8 +33,8 @@ import struct
 import uuid
 from typing import Union
 
-from actors.rlmm.errors import IllegalArgumentException, MetadataParseException
-from actors.rlmm.metadata import (
+from events.rlmm_errors import IllegalArgumentException, MetadataParseException
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataSnapshot,

@@ -12,7 +12,7 @@ Structure (the project's rule: pure decisions, thin runner):
   :func:`is_remote_segment_within_leader_epochs`, :func:`plan_remote_expiry`,
   :func:`plan_reconciliation`.
 * **The runner** :class:`RemoteLogManager` holds the registered partitions (their
-  :class:`~store.partition_log.PartitionLog`), a ``RemoteStorageManager`` and the
+  :class:`~store.log.log.PartitionLog`), a ``RemoteStorageManager`` and the
   ``RemoteLogMetadataManager`` (``actors.rlmm.manager``; its write calls return once the event
   is durable and applied, like Kafka's ``future.get()``), and executes the plans. Call
   :meth:`RemoteLogManager.run_once` with the current time, or :meth:`start` a background thread
@@ -46,8 +46,8 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping, Optional, Sequence
 
-from actors.rlmm.errors import RemoteStorageException
-from actors.rlmm.metadata import (
+from events.rlmm_errors import RemoteStorageException
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
@@ -55,12 +55,8 @@ from actors.rlmm.metadata import (
     TopicIdPartition,
 )
 from store import record_batch as rb
-from store.partition_log import (
-    FetchDataInfo,
-    OffsetOutOfRangeError,
-    PartitionLog,
-    TimestampAndOffset,
-)
+from store.log.errors import OffsetOutOfRangeError
+from store.log.log import FetchDataInfo, PartitionLog, TimestampAndOffset
 from store.remote_storage import IndexType, LogSegmentData, RemoteStorageManager
 
 __all__ = [

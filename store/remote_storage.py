@@ -5,7 +5,7 @@ Interface: Kafka ``storage/api/.../remote/storage/RemoteStorageManager.java`` (K
 Python names: :meth:`RemoteStorageManager.copy_log_segment_data`,
 :meth:`~RemoteStorageManager.fetch_log_segment`, :meth:`~RemoteStorageManager.fetch_index`,
 :meth:`~RemoteStorageManager.delete_log_segment_data`; ``LogSegmentData`` and ``IndexType`` as in
-Kafka. Errors are ``actors.rlmm.errors.RemoteStorageException`` /
+Kafka. Errors are ``events.rlmm_errors.RemoteStorageException`` /
 ``RemoteResourceNotFoundException`` (the same classes the RLMM raises).
 
 Layout of :class:`LocalDirectoryRemoteStorageManager` (modelled on Kafka's test
@@ -37,8 +37,8 @@ from enum import Enum
 from pathlib import Path
 from typing import BinaryIO, Optional
 
-from actors.rlmm.errors import RemoteResourceNotFoundException, RemoteStorageException
-from actors.rlmm.metadata import RemoteLogSegmentMetadata, TopicIdPartition, uuid_from_kafka_str, uuid_to_kafka_str
+from events.rlmm_errors import RemoteResourceNotFoundException, RemoteStorageException
+from events.rlmm_types import RemoteLogSegmentMetadata, TopicIdPartition, uuid_from_kafka_str, uuid_to_kafka_str
 
 __all__ = [
     "IndexType",

@@ -443,7 +443,7 @@ class ShoalBackend:
             if not lg.config.remote_storage_enable:
                 continue
             try:
-                from actors.rlmm.metadata import TopicIdPartition
+                from events.rlmm_types import TopicIdPartition
 
                 ids = {v: k for k, v in self.controller.names_by_id().items()}
                 tp = TopicIdPartition(uuid.UUID(ids[lg.topic]), lg.topic, lg.partition)
@@ -729,7 +729,7 @@ class Daemon:
         times out (the actor crashed and the controller restarted it elsewhere) looks the
         partition's actor up again and is retried once."""
         from actors.controller.messages import ChildLookup
-        from actors.rlmm.errors import KafkaException
+        from events.rlmm_errors import KafkaException
         from actors.rlmm.manager import ActorRemoteLogMetadataManager
         from wire.gateway import ActorTimeout
 
@@ -778,7 +778,7 @@ class Daemon:
         if self.cfg.get("remote.log.storage.system.enable", "true").lower() != "true":
             return
         from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-        from actors.rlmm.metadata import TopicIdPartition
+        from events.rlmm_types import TopicIdPartition
         from store.remote_log_manager import RemoteLogManager
         from store.remote_storage import LocalDirectoryRemoteStorageManager
 

@@ -1,4 +1,4 @@
-"""The data plane of the listener process: the open :class:`store.partition_log.PartitionLog`
+"""The data plane of the listener process: the open :class:`store.log.log.PartitionLog`
 of every partition, Produce appends, Fetch reads (local, or the remote tier through the
 RemoteLogManager) and ListOffsets — with Kafka's error names.
 
@@ -16,7 +16,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from store import partition_log as pl
+from store.log.config import LogConfig
+from store.log.errors import KafkaStorageError, OffsetOutOfRangeError, RecordBatchTooLargeError, RecordTooLargeError
+from store.log.log import PartitionLog
 from store import record_batch as rb
 from store.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
 from wire.backend import FetchedPartition, ProduceResult
@@ -37,7 +39,7 @@ class LogRegistry:
     """Opens, caches and closes partition logs under ``log_dirs``.
 
     ``topic_config(topic) -> Mapping[str, str]`` supplies a topic's configs (merged over the
-    broker's) for :meth:`store.partition_log.LogConfig.from_properties`. ``remote_read`` (optional)
+    broker's) for :meth:`store.log.config.LogConfig.from_properties`. ``remote_read`` (optional)
     is called as ``remote_read(log, offset, max_bytes) -> bytes`` for offsets below the local
     log start (the RemoteLogManager's read path). Thread-safe."""
 
@@ -45,17 +47,17 @@ class LogRegistry:
         self.log_dirs = log_dirs
         Path(log_dirs).mkdir(parents=True, exist_ok=True)
         self._topic_config = topic_config or (lambda _t: {})
-        self._logs: dict[tuple[str, int], pl.PartitionLog] = {}
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._lock = threading.Lock()
         self._data = threading.Condition()
         self._version = 0
-        self.remote_read: Callable[[pl.PartitionLog, int, int], bytes] | None = None
-        self.on_open: Callable[[pl.PartitionLog], None] | None = None
-        self.on_drop: Callable[[pl.PartitionLog], None] | None = None
-        self.offset_by_timestamp: Callable[[pl.PartitionLog, int], Any] | None = None
+        self.remote_read: Callable[[PartitionLog, int, int], bytes] | None = None
+        self.on_open: Callable[[PartitionLog], None] | None = None
+        self.on_drop: Callable[[PartitionLog], None] | None = None
+        self.offset_by_timestamp: Callable[[PartitionLog, int], Any] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def open(self, topic: str, partition: int) -> pl.PartitionLog:
+    def open(self, topic: str, partition: int) -> PartitionLog:
         """The log of ``topic``-``partition``, opened (and recovered) on first use."""
         key = (topic, partition)
         lg = self._logs.get(key)
@@ -64,21 +66,21 @@ class LogRegistry:
         with self._lock:
             lg = self._logs.get(key)
             if lg is None:
-                cfg = pl.LogConfig.from_properties(self._topic_config(topic))
-                lg = pl.PartitionLog.open(self.log_dirs, topic, partition, cfg, now_ms=_now_ms())
+                cfg = LogConfig.from_properties(self._topic_config(topic))
+                lg = PartitionLog.open(self.log_dirs, topic, partition, cfg, now_ms=_now_ms())
                 self._logs[key] = lg
                 if self.on_open is not None:
                     self.on_open(lg)
             return lg
 
-    def logs(self) -> dict[tuple[str, int], pl.PartitionLog]:
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
         """A copy of the open logs, keyed by (topic, partition)."""
         with self._lock:
             return dict(self._logs)
 
     def reconfigure(self, topic: str) -> None:
         """Re-read ``topic``'s configs into its open logs (after IncrementalAlterConfigs)."""
-        cfg = pl.LogConfig.from_properties(self._topic_config(topic))
+        cfg = LogConfig.from_properties(self._topic_config(topic))
         for (t, _p), lg in self.logs().items():
             if t == topic:
                 lg.config = cfg
@@ -128,11 +130,11 @@ class LogRegistry:
             return ProduceResult("INVALID_RECORD", message=str(exc))
         except rb.UnsupportedCompressionTypeError as exc:
             return ProduceResult("UNSUPPORTED_COMPRESSION_TYPE", message=str(exc))
-        except pl.RecordTooLargeError as exc:
+        except RecordTooLargeError as exc:
             return ProduceResult("MESSAGE_TOO_LARGE", message=str(exc))
-        except pl.RecordBatchTooLargeError as exc:
+        except RecordBatchTooLargeError as exc:
             return ProduceResult("RECORD_LIST_TOO_LARGE", message=str(exc))
-        except pl.KafkaStorageError as exc:
+        except KafkaStorageError as exc:
             return ProduceResult("KAFKA_STORAGE_ERROR", message=str(exc))
         except InvalidProducerEpochError as exc:
             return ProduceResult("INVALID_PRODUCER_EPOCH", message=str(exc))
@@ -152,7 +154,7 @@ class LogRegistry:
         try:
             info = lg.read(offset, max_bytes)
             return FetchedPartition(None, info.high_watermark, info.log_start_offset, info.records)
-        except pl.OffsetOutOfRangeError:
+        except OffsetOutOfRangeError:
             if self.remote_read is not None and lg.log_start_offset <= offset < lg.local_log_start_offset:
                 data = self.remote_read(lg, offset, max_bytes)
                 return FetchedPartition(None, lg.high_watermark, lg.log_start_offset, data)
@@ -183,13 +185,13 @@ class LogRegistry:
 
     def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
         """DeleteRecords on one partition → ``(error, low_watermark)``
-        (:meth:`store.partition_log.PartitionLog.delete_records`; OFFSET_OUT_OF_RANGE with low
+        (:meth:`store.log.log.PartitionLog.delete_records`; OFFSET_OUT_OF_RANGE with low
         watermark -1 for a bad offset). A share group sees the new log start offset at its next
         ShareFetch and archives below it (``LogStartOffsetMoved``)."""
         lg = self.open(topic, partition)
         try:
             low = lg.delete_records(offset)
-        except pl.OffsetOutOfRangeError:
+        except OffsetOutOfRangeError:
             return "OFFSET_OUT_OF_RANGE", -1
         with self._data:  # readers waiting on the log see the change
             self._version += 1

@@ -7,7 +7,8 @@ Semantics follow Apache Kafka (read from source, trunk @1eb7644 2024-10):
 * ``org.apache.kafka.common.internals.Topic`` for names (≤ 249 chars of ``[a-zA-Z0-9._-]``, not
   ``.``/``..``; ``.`` and ``_`` collide);
 * ``LogConfig`` / ``TopicConfig`` / ``ServerLogConfigs`` for topic config keys, types, ranges and
-  defaults, and the remote-storage retention checks;
+  defaults, and the remote-storage retention checks (the topic config definitions themselves,
+  ``TOPIC_CONFIG_DEFS``, live in :mod:`store.log.config`, shared with the partition log);
 * ``ConfigurationControlManager.incrementalAlterConfigResource`` for SET/DELETE/APPEND/SUBTRACT
   (APPEND/SUBTRACT only on LIST keys; a resource fails as a whole) and
   ``ControllerConfigurationValidator`` for resource-name checks;
@@ -42,10 +43,21 @@ from events.controller import (
     config_map,
     config_values,
 )
+from store.log.config import (
+    LONG_MAX,
+    RECORD_OVERHEAD_V0,
+    TOPIC_CONFIG_DEFS,
+    ConfigDef,
+    at_least,
+    between,
+    one_of,
+    parse_value,
+    remote_retention_problem,
+    valid_list,
+)
 
 __all__ = [
     "BROKER_CONFIG_DEFS",
-    "ConfigDef",
     "ConfigEntry",
     "ConfigResult",
     "CreatableTopic",
@@ -61,7 +73,6 @@ __all__ = [
     "AlterConfigResource",
     "NO_LEADER",
     "Partition",
-    "TOPIC_CONFIG_DEFS",
     "Topic",
     "TopicsState",
     "decide_alter_configs",
@@ -80,8 +91,6 @@ NO_LEADER = -1
 MAX_NAME_LENGTH = 249
 #: ``Topic.CLUSTER_METADATA_TOPIC_NAME``: CreateTopics refuses it (``ControllerApis#createTopics``).
 CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
-#: ``LegacyRecord.RECORD_OVERHEAD_V0``: the minimum ``segment.bytes``.
-RECORD_OVERHEAD_V0 = 14
 
 # DescribeConfigs sources (``DescribeConfigsResponse.ConfigSource``)
 DYNAMIC_TOPIC_CONFIG = "DYNAMIC_TOPIC_CONFIG"
@@ -133,166 +142,42 @@ def new_topic_id(used: Iterable[str] = (), rand: Callable[[], uuid.UUID] = uuid.
 # --- configs ----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ConfigDef:
-    """A config key's ``type`` (BOOLEAN, INT, LONG, DOUBLE, STRING, LIST), ``default`` (string
-    form, ``None`` = null), ``validator(value) -> error message | None`` on the parsed value and
-    its broker ``synonyms`` in precedence order, each ``(broker_key, to_topic_value)``."""
-
-    type: str
-    default: str | None
-    validator: Callable[[Any], str | None] | None = None
-    synonyms: tuple[tuple[str, Callable[[str], str]], ...] = ()
-    doc: str = ""
-
-
-def _at_least(n: int | float) -> Callable[[Any], str | None]:
-    return lambda v: None if v >= n else f"Value must be at least {n}"
-
-
-def _between(lo: float, hi: float) -> Callable[[Any], str | None]:
-    return lambda v: None if lo <= v <= hi else f"Value must be no less than {lo} and no more than {hi}"
-
-
-def _valid_list(*allowed: str) -> Callable[[Any], str | None]:
-    def check(v: list[str]) -> str | None:
-        """The validation error message for list ``v``, or ``None``."""
-        for item in v:
-            if item not in allowed:
-                return f"Invalid value {item} for configuration: String must be one of: {', '.join(allowed)}"
-        return None
-
-    return check
-
-
-def _in(*allowed: str) -> Callable[[Any], str | None]:
-    return lambda v: None if v in allowed else f"String must be one of: {', '.join(allowed)}"
-
-
-_same: Callable[[str], str] = lambda v: v
-_minutes = lambda v: str(int(v) * 60_000)
-_hours = lambda v: str(int(v) * 3_600_000)
-
-_WEEK_MS = str(7 * 24 * 3600 * 1000)
-_INT_MAX = 2**31 - 1
-_LONG_MAX = 2**63 - 1
-
-#: Topic config keys (``LogConfig``'s definitions) plus the Shoal extension.
-TOPIC_CONFIG_DEFS: dict[str, ConfigDef] = {
-    "cleanup.policy": ConfigDef("LIST", "delete", _valid_list("compact", "delete"), (("log.cleanup.policy", _same),)),
-    "compression.type": ConfigDef(
-        "STRING", "producer", _in("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), (("compression.type", _same),)
-    ),
-    "delete.retention.ms": ConfigDef("LONG", "86400000", _at_least(0), (("log.cleaner.delete.retention.ms", _same),)),
-    "file.delete.delay.ms": ConfigDef("LONG", "60000", _at_least(0), (("log.segment.delete.delay.ms", _same),)),
-    "flush.messages": ConfigDef("LONG", str(_LONG_MAX), _at_least(1), (("log.flush.interval.messages", _same),)),
-    "flush.ms": ConfigDef("LONG", str(_LONG_MAX), _at_least(0), (("log.flush.interval.ms", _same),)),
-    "index.interval.bytes": ConfigDef("INT", "4096", _at_least(0), (("log.index.interval.bytes", _same),)),
-    "local.retention.bytes": ConfigDef("LONG", "-2", _at_least(-2), (("log.local.retention.bytes", _same),)),
-    "local.retention.ms": ConfigDef("LONG", "-2", _at_least(-2), (("log.local.retention.ms", _same),)),
-    "max.compaction.lag.ms": ConfigDef("LONG", str(_LONG_MAX), _at_least(1), (("log.cleaner.max.compaction.lag.ms", _same),)),
-    "max.message.bytes": ConfigDef("INT", "1048588", _at_least(0), (("message.max.bytes", _same),)),
-    "message.timestamp.type": ConfigDef("STRING", "CreateTime", _in("CreateTime", "LogAppendTime"), (("log.message.timestamp.type", _same),)),
-    "min.cleanable.dirty.ratio": ConfigDef("DOUBLE", "0.5", _between(0, 1), (("log.cleaner.min.cleanable.ratio", _same),)),
-    "min.compaction.lag.ms": ConfigDef("LONG", "0", _at_least(0), (("log.cleaner.min.compaction.lag.ms", _same),)),
-    "min.insync.replicas": ConfigDef("INT", "1", _at_least(1), (("min.insync.replicas", _same),)),
-    "preallocate": ConfigDef("BOOLEAN", "false", None, (("log.preallocate", _same),)),
-    "remote.log.copy.disable": ConfigDef("BOOLEAN", "false"),
-    "remote.log.delete.on.disable": ConfigDef("BOOLEAN", "false"),
-    "remote.storage.enable": ConfigDef("BOOLEAN", "false"),
-    "retention.bytes": ConfigDef("LONG", "-1", None, (("log.retention.bytes", _same),)),
-    "retention.ms": ConfigDef(
-        "LONG",
-        _WEEK_MS,
-        _at_least(-1),
-        (("log.retention.ms", _same), ("log.retention.minutes", _minutes), ("log.retention.hours", _hours)),
-    ),
-    "segment.bytes": ConfigDef("INT", str(1024**3), _at_least(RECORD_OVERHEAD_V0), (("log.segment.bytes", _same),)),
-    "segment.index.bytes": ConfigDef("INT", str(10 * 1024 * 1024), _at_least(4), (("log.index.size.max.bytes", _same),)),
-    "segment.jitter.ms": ConfigDef("LONG", "0", _at_least(0), (("log.roll.jitter.ms", _same), ("log.roll.jitter.hours", _hours))),
-    "segment.ms": ConfigDef("LONG", _WEEK_MS, _at_least(1), (("log.roll.ms", _same), ("log.roll.hours", _hours))),
-    "unclean.leader.election.enable": ConfigDef("BOOLEAN", "false", None, (("unclean.leader.election.enable", _same),)),
-    # Shoal extension (see the module docstring): off by default because Kafka does not do this.
-    "share.groups.hold.retention": ConfigDef(
-        "BOOLEAN", "false", None, (), "Shoal: share groups hold the topic's retention back until acknowledged."
-    ),
-}
-
 #: Broker configs the controller knows (``ServerLogConfigs``/``KafkaConfig`` names and defaults).
 BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
-    "num.partitions": ConfigDef("INT", "1", _at_least(1)),
-    "default.replication.factor": ConfigDef("INT", "1", _at_least(1)),
+    "num.partitions": ConfigDef("INT", "1", at_least(1)),
+    "default.replication.factor": ConfigDef("INT", "1", at_least(1)),
     "auto.create.topics.enable": ConfigDef("BOOLEAN", "true"),
-    "min.insync.replicas": ConfigDef("INT", "1", _at_least(1)),
-    "log.retention.ms": ConfigDef("LONG", None, _at_least(-1)),
+    "min.insync.replicas": ConfigDef("INT", "1", at_least(1)),
+    "log.retention.ms": ConfigDef("LONG", None, at_least(-1)),
     "log.retention.minutes": ConfigDef("INT", None),
     "log.retention.hours": ConfigDef("INT", "168"),
     "log.retention.bytes": ConfigDef("LONG", "-1"),
-    "log.retention.check.interval.ms": ConfigDef("LONG", "300000", _at_least(1)),
-    "log.segment.bytes": ConfigDef("INT", str(1024**3), _at_least(RECORD_OVERHEAD_V0)),
+    "log.retention.check.interval.ms": ConfigDef("LONG", "300000", at_least(1)),
+    "log.segment.bytes": ConfigDef("INT", str(1024**3), at_least(RECORD_OVERHEAD_V0)),
     "log.roll.ms": ConfigDef("LONG", None),
-    "log.roll.hours": ConfigDef("INT", "168", _at_least(1)),
+    "log.roll.hours": ConfigDef("INT", "168", at_least(1)),
     "log.roll.jitter.ms": ConfigDef("LONG", None),
-    "log.roll.jitter.hours": ConfigDef("INT", "0", _at_least(0)),
-    "log.cleanup.policy": ConfigDef("LIST", "delete", _valid_list("compact", "delete")),
-    "log.local.retention.ms": ConfigDef("LONG", "-2", _at_least(-2)),
-    "log.local.retention.bytes": ConfigDef("LONG", "-2", _at_least(-2)),
-    "log.cleaner.delete.retention.ms": ConfigDef("LONG", "86400000", _at_least(0)),
-    "log.cleaner.min.compaction.lag.ms": ConfigDef("LONG", "0", _at_least(0)),
-    "log.cleaner.max.compaction.lag.ms": ConfigDef("LONG", str(_LONG_MAX), _at_least(1)),
-    "log.cleaner.min.cleanable.ratio": ConfigDef("DOUBLE", "0.5", _between(0, 1)),
-    "log.segment.delete.delay.ms": ConfigDef("LONG", "60000", _at_least(0)),
-    "log.flush.interval.messages": ConfigDef("LONG", str(_LONG_MAX), _at_least(1)),
+    "log.roll.jitter.hours": ConfigDef("INT", "0", at_least(0)),
+    "log.cleanup.policy": ConfigDef("LIST", "delete", valid_list("compact", "delete")),
+    "log.local.retention.ms": ConfigDef("LONG", "-2", at_least(-2)),
+    "log.local.retention.bytes": ConfigDef("LONG", "-2", at_least(-2)),
+    "log.cleaner.delete.retention.ms": ConfigDef("LONG", "86400000", at_least(0)),
+    "log.cleaner.min.compaction.lag.ms": ConfigDef("LONG", "0", at_least(0)),
+    "log.cleaner.max.compaction.lag.ms": ConfigDef("LONG", str(LONG_MAX), at_least(1)),
+    "log.cleaner.min.cleanable.ratio": ConfigDef("DOUBLE", "0.5", between(0, 1)),
+    "log.segment.delete.delay.ms": ConfigDef("LONG", "60000", at_least(0)),
+    "log.flush.interval.messages": ConfigDef("LONG", str(LONG_MAX), at_least(1)),
     "log.flush.interval.ms": ConfigDef("LONG", None),
-    "log.index.interval.bytes": ConfigDef("INT", "4096", _at_least(0)),
-    "log.index.size.max.bytes": ConfigDef("INT", str(10 * 1024 * 1024), _at_least(4)),
-    "log.message.timestamp.type": ConfigDef("STRING", "CreateTime", _in("CreateTime", "LogAppendTime")),
+    "log.index.interval.bytes": ConfigDef("INT", "4096", at_least(0)),
+    "log.index.size.max.bytes": ConfigDef("INT", str(10 * 1024 * 1024), at_least(4)),
+    "log.message.timestamp.type": ConfigDef("STRING", "CreateTime", one_of("CreateTime", "LogAppendTime")),
     "log.preallocate": ConfigDef("BOOLEAN", "false"),
-    "message.max.bytes": ConfigDef("INT", "1048588", _at_least(0)),
-    "compression.type": ConfigDef("STRING", "producer", _in("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    "message.max.bytes": ConfigDef("INT", "1048588", at_least(0)),
+    "compression.type": ConfigDef("STRING", "producer", one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
     "unclean.leader.election.enable": ConfigDef("BOOLEAN", "false"),
-    "replica.lag.time.max.ms": ConfigDef("LONG", "30000", _at_least(0)),
+    "replica.lag.time.max.ms": ConfigDef("LONG", "30000", at_least(0)),
     "remote.log.storage.system.enable": ConfigDef("BOOLEAN", "false"),
 }
-
-
-def parse_value(defn: ConfigDef, key: str, value: str | None) -> Any:
-    """Parse a string config value by its type (``ConfigDef.parseType``); raises ``ValueError``
-    with Kafka's wording when it does not parse or fails the validator."""
-    if value is None:
-        return None
-    v = value.strip()
-    t = defn.type
-    try:
-        if t == "BOOLEAN":
-            low = v.lower()
-            if low not in ("true", "false"):
-                raise ValueError
-            parsed: Any = low == "true"
-        elif t == "INT":
-            parsed = int(v)
-            if not -(2**31) <= parsed <= _INT_MAX:
-                raise ValueError
-        elif t == "LONG":
-            parsed = int(v)
-            if not -(2**63) <= parsed <= _LONG_MAX:
-                raise ValueError
-        elif t == "DOUBLE":
-            parsed = float(v)
-        elif t == "LIST":
-            parsed = [p.strip() for p in v.split(",") if p.strip()]
-        else:
-            parsed = v
-    except ValueError:
-        kind = {"BOOLEAN": "Expected value to be either true or false", "DOUBLE": "Not a number of type DOUBLE"}.get(
-            t, f"Not a number of type {t}"
-        )
-        raise ValueError(f"Invalid value {value} for configuration {key}: {kind}") from None
-    if defn.validator is not None:
-        problem = defn.validator(parsed)
-        if problem:
-            raise ValueError(f"Invalid value {value} for configuration {key}: {problem}")
-    return parsed
 
 
 # --- state ------------------------------------------------------------------------------------
@@ -595,18 +480,12 @@ def _validate_topic_configs(state: TopicsState, configs: Mapping[str, str], exis
             )
         if "compact" in parsed["cleanup.policy"]:
             raise _ApiError("INVALID_CONFIG", "Remote log storage is unsupported for the compacted topics")
+        for local_key, total_key in (("local.retention.bytes", "retention.bytes"), ("local.retention.ms", "retention.ms")):
+            problem = remote_retention_problem(local_key, parsed[local_key], total_key, parsed[total_key])
+            if problem is not None:
+                raise _ApiError("INVALID_CONFIG", problem)
         rb, lrb = parsed["retention.bytes"], parsed["local.retention.bytes"]
-        if rb > -1 and lrb != -2:
-            if lrb == -1:
-                raise _ApiError("INVALID_CONFIG", f"Invalid value -1 for configuration local.retention.bytes: Value must not be -1 as retention.bytes value is set as {rb}.")
-            if lrb > rb:
-                raise _ApiError("INVALID_CONFIG", f"Invalid value {lrb} for configuration local.retention.bytes: Value must not be more than retention.bytes property value: {rb}")
         rm, lrm = parsed["retention.ms"], parsed["local.retention.ms"]
-        if rm != -1 and lrm != -2:
-            if lrm == -1:
-                raise _ApiError("INVALID_CONFIG", f"Invalid value -1 for configuration local.retention.ms: Value must not be -1 as retention.ms value is set as {rm}.")
-            if lrm > rm:
-                raise _ApiError("INVALID_CONFIG", f"Invalid value {lrm} for configuration local.retention.ms: Value must not be more than retention.ms property value: {rm}")
         if parsed["remote.log.copy.disable"]:  # LogConfig#validateRetentionConfigsWhenRemoteCopyDisabled
             if lrb != -2 and lrb != rb:
                 raise _ApiError(

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from actors.base import EventSourcedActor, PersistError
 from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
-from actors.rlmm.errors import IllegalArgumentException, error_name
+from events.rlmm_errors import IllegalArgumentException, error_name
 from actors.rlmm.manager import DEFAULT_NUM_PARTITIONS, DEFAULT_SNAPSHOT_INTERVAL_EVENTS
 from actors.rlmm.messages import (
     AddRemoteLogSegmentMetadata,
@@ -53,7 +53,7 @@ from actors.rlmm.messages import (
     TakeSnapshot,
     UpdateRemoteLogSegmentMetadata,
 )
-from actors.rlmm.metadata import TopicIdPartition
+from events.rlmm_types import TopicIdPartition
 from actors.rlmm.partitioner import metadata_partition_for
 from actors.rlmm.store import (
     MetadataPartitionState,

@@ -26,12 +26,12 @@ import logging
 from bisect import bisect_right, insort
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from actors.rlmm.errors import (
+from events.rlmm_errors import (
     IllegalArgumentException,
     NullPointerException,
     RemoteResourceNotFoundException,
 )
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,

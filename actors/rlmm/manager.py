@@ -25,14 +25,14 @@ import logging
 import threading
 from typing import Any, Callable, Iterable, Iterator, Optional
 
-from actors.rlmm.errors import (
+from events.rlmm_errors import (
     IllegalStateException,
     KafkaException,
     NullPointerException,
     RemoteLogMetadataManagerNotReadyException,
     RemoteResourceNotFoundException,
 )
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
     RemotePartitionDeleteMetadata,
@@ -625,7 +625,7 @@ class ActorRemoteLogMetadataManager(RemoteLogMetadataManager):
 
     def _request(self, tp: TopicIdPartition, msg: Any) -> Any:
         from actors.messages import Failure, NotReady
-        from actors.rlmm.errors import exception_for
+        from events.rlmm_errors import exception_for
         from actors.rlmm.messages import RlmmReply
 
         if tp is None:

@@ -1,11 +1,11 @@
 """Messages of :class:`actors.rlmm.actor.RlmmPartitionActor` (one actor per metadata partition).
 
 Plain picklable classes (``actors.messages._Msg``: ``__slots__``, ``__eq__``, ``__getstate__``).
-Requests carry Kafka's value types from :mod:`actors.rlmm.metadata` (frozen dataclasses, which
+Requests carry Kafka's value types from :mod:`events.rlmm_types` (frozen dataclasses, which
 pickle). Replies are :class:`MetadataStored`, :class:`RlmmReply`, :class:`AssignmentReconciled`,
 :class:`SnapshotTaken`, or the shared ``NotReady`` (still recovering: fail closed) and
 ``Failure(error, message)`` whose ``error`` is a Kafka exception class name from
-:mod:`actors.rlmm.errors` (rebuild it with ``exception_for``).
+:mod:`events.rlmm_errors` (rebuild it with ``exception_for``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Optional, Sequence
 
 from actors.messages import _Msg
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
     RemotePartitionDeleteMetadata,

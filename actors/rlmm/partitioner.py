@@ -15,7 +15,7 @@ Algorithm (reference §5.2; ``storage/.../metadata/storage/RemoteLogMetadataTopi
 
 from __future__ import annotations
 
-from actors.rlmm.metadata import TopicIdPartition, uuid_lsb, uuid_msb
+from events.rlmm_types import TopicIdPartition, uuid_lsb, uuid_msb
 
 __all__ = ["java_objects_hash", "metadata_partition_for", "murmur2", "to_positive"]
 

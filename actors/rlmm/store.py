@@ -42,13 +42,13 @@ from typing import Any, Iterable, Iterator
 import msgspec
 
 from actors.rlmm.cache import RemoteLogLeaderEpochState, RemoteLogMetadataCache
-from actors.rlmm.errors import (
+from events.rlmm_errors import (
     IllegalArgumentException,
     NullPointerException,
     RemoteResourceNotFoundException,
     ReplicaNotAvailableException,
 )
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,

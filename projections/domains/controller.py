@@ -564,7 +564,7 @@ def build() -> DomainProjection:
     try:
         from actors.controller import frontiers as fr
         from actors.controller import state as cs
-        from actors.controller import topics as tp
+        from store.log.config import TOPIC_CONFIG_DEFS
         from events import controller as ev
     except ImportError as exc:  # pragma: no cover - only while the domain is being written
         raise DomainNotAvailable(str(exc)) from exc
@@ -590,7 +590,7 @@ def build() -> DomainProjection:
         stream_prefix=ev.STREAM_ID,
         sql_views=[*_VIEWS, *_CONFIG_VIEWS, *_FRONTIER_VIEWS, _policy_view(fr.policy_to_json(fr.ValidFrom(None)))],
         sql={
-            TOPICS.name: _topics_sql(tp.TOPIC_CONFIG_DEFS),
+            TOPICS.name: _topics_sql(TOPIC_CONFIG_DEFS),
             PARTITIONS.name: _PARTITIONS_SQL,
             REPLICAS.name: _REPLICAS_SQL,
             FRONTIERS.name: _FRONTIERS_SQL,

@@ -93,7 +93,7 @@ PARTITIONS = SnapshotTable(
 
 def to_rows(stream_id: str, st) -> dict:
     """Snapshot rows of one folded ``MetadataPartitionState``."""
-    from actors.rlmm.metadata import uuid_to_kafka_str
+    from events.rlmm_types import uuid_to_kafka_str
 
     segs, seg_epochs, epochs, parts = [], [], [], {}
     for tp, cache in st.caches.items():

@@ -646,7 +646,7 @@ def _rlmm_entries():
     """Hypothesis strategy of RLMM logs: segment adds (COPY_SEGMENT_STARTED, as Shoal writes
     them), state updates in any order (invalid ones must be dropped like Kafka's cache does) and
     partition deletes; a segment id is never re-added after a DELETE_SEGMENT_FINISHED."""
-    from actors.rlmm.metadata import uuid_to_kafka_str
+    from events.rlmm_types import uuid_to_kafka_str
     from events import rlmm
 
     tps = [(uuid_to_kafka_str(uuid.UUID(int=k)), f"topic-{k}", 0) for k in (1, 2)]

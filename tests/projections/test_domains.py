@@ -19,7 +19,7 @@ from store.event_log import open_event_log
 
 def _rlmm_log(url: str):
     from actors.rlmm import store as rs
-    from actors.rlmm.metadata import (
+    from events.rlmm_types import (
         RemoteLogSegmentId,
         RemoteLogSegmentMetadata,
         RemoteLogSegmentMetadataUpdate,
@@ -43,7 +43,7 @@ def _rlmm_log(url: str):
 
 
 def test_rlmm_fold_rows_and_stored_snapshot_verify(tmp_path):
-    from actors.rlmm.metadata import uuid_to_kafka_str
+    from events.rlmm_types import uuid_to_kafka_str
     from actors.rlmm.store import MetadataPartitionState
 
     url = f"sqlite:///{tmp_path / 'r.db'}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,

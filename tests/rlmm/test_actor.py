@@ -10,7 +10,7 @@ from thespian.actors import ActorExitRequest, ActorTypeDispatcher
 
 from actors.messages import Configure, Configured, Failure, NotReady, StatusReply, StatusRequest
 from actors.rlmm.actor import RlmmPartitionActor
-from actors.rlmm.errors import exception_for, RemoteResourceNotFoundException
+from events.rlmm_errors import exception_for, RemoteResourceNotFoundException
 from actors.rlmm.manager import load_metadata_partition
 from actors.rlmm.messages import (
     AddRemoteLogSegmentMetadata,
@@ -29,7 +29,7 @@ from actors.rlmm.messages import (
     TakeSnapshot,
     UpdateRemoteLogSegmentMetadata,
 )
-from actors.rlmm.metadata import RemotePartitionDeleteMetadata, RemotePartitionDeleteState, TopicIdPartition
+from events.rlmm_types import RemotePartitionDeleteMetadata, RemotePartitionDeleteState, TopicIdPartition
 from actors.rlmm.partitioner import metadata_partition_for
 from events.rlmm import stream_id
 from tests.rlmm.helpers import CF, CS, DS, seg, tp, upd
@@ -203,7 +203,7 @@ def test_actor_backed_manager_interface(asys, cfg):
     """ActorRemoteLogMetadataManager: Kafka's interface over the partition actors (here 3
     metadata partitions): lifecycle, errors translated back to Kafka's exceptions."""
     from actors.rlmm.actor import start_rlmm_actors
-    from actors.rlmm.errors import IllegalArgumentException, KafkaException
+    from events.rlmm_errors import IllegalArgumentException, KafkaException
     from actors.rlmm.manager import ActorRemoteLogMetadataManager
 
     cfg3 = dict(cfg, **{"remote.log.metadata.topic.num.partitions": "3"})
@@ -237,7 +237,7 @@ def test_actor_backed_manager_starts_partitions_on_first_use(asys, cfg):
     a user partition hashed to it is first used (a leadership change or a request), once each,
     and asks it nothing before it answered ``Configured`` (recovered); a start that fails fails
     that request with KafkaException and is tried again on the next use."""
-    from actors.rlmm.errors import KafkaException
+    from events.rlmm_errors import KafkaException
     from actors.rlmm.manager import ActorRemoteLogMetadataManager
 
     cfg3 = dict(cfg, **{"remote.log.metadata.topic.num.partitions": "3"})
@@ -313,7 +313,7 @@ def test_an_actor_started_after_a_failed_start_gets_its_assignment(asys, cfg):
     RemoteLogManager never tiered the partition)."""
     from actors.messages import Configure, Configured
     from actors.rlmm.actor import RlmmPartitionActor
-    from actors.rlmm.errors import KafkaException
+    from events.rlmm_errors import KafkaException
     from actors.rlmm.manager import ActorRemoteLogMetadataManager
     from events.rlmm import stream_id
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from actors.rlmm.cache import RemoteLogLeaderEpochState, RemoteLogMetadataCache
-from actors.rlmm.errors import IllegalArgumentException, NullPointerException, RemoteResourceNotFoundException
-from actors.rlmm.metadata import (
+from events.rlmm_errors import IllegalArgumentException, NullPointerException, RemoteResourceNotFoundException
+from events.rlmm_types import (
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
     RemoteLogSegmentState,

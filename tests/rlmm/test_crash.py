@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 from actors.rlmm.manager import load_metadata_partition
-from actors.rlmm.metadata import uuid_from_kafka_str
+from events.rlmm_types import uuid_from_kafka_str
 
 WRITER = textwrap.dedent(
     """
     import sys, uuid
     sys.path.insert(0, {root!r})
     from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-    from actors.rlmm.metadata import (RemoteLogSegmentId, RemoteLogSegmentMetadata,
+    from events.rlmm_types import (RemoteLogSegmentId, RemoteLogSegmentMetadata,
         RemoteLogSegmentMetadataUpdate, RemoteLogSegmentState, TopicIdPartition, uuid_to_kafka_str)
     from store.event_log import open_event_log
     log = open_event_log({url!r})

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.rlmm.errors import (
+from events.rlmm_errors import (
     IllegalArgumentException,
     IllegalStateException,
     KafkaException,
@@ -20,7 +20,7 @@ from actors.rlmm.manager import (
     SwappableRemoteLogMetadataManager,
     load_metadata_partition,
 )
-from actors.rlmm.metadata import RemotePartitionDeleteMetadata, RemotePartitionDeleteState
+from events.rlmm_types import RemotePartitionDeleteMetadata, RemotePartitionDeleteState
 from actors.rlmm.partitioner import metadata_partition_for
 from events.rlmm import stream_id
 from tests.rlmm.helpers import CF, DF, DS, seg, tp, upd

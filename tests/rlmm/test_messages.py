@@ -9,13 +9,13 @@ import pytest
 
 import actors.rlmm.messages as messages
 from actors.messages import Failure, NotReady
-from actors.rlmm.errors import (
+from events.rlmm_errors import (
     RemoteResourceNotFoundException,
     ReplicaNotAvailableException,
     error_name,
     exception_for,
 )
-from actors.rlmm.metadata import RemotePartitionDeleteMetadata, RemotePartitionDeleteState
+from events.rlmm_types import RemotePartitionDeleteMetadata, RemotePartitionDeleteState
 from tests.rlmm.helpers import CF, seg, tp, upd
 
 P = tp("orders", 3)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.rlmm.metadata import TopicIdPartition, uuid_from_kafka_str, uuid_lsb, uuid_msb
+from events.rlmm_types import TopicIdPartition, uuid_from_kafka_str, uuid_lsb, uuid_msb
 from actors.rlmm.partitioner import java_objects_hash, metadata_partition_for, murmur2, to_positive
 from tests.conftest import require
 

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.rlmm.cache import RemoteLogMetadataCache
-from actors.rlmm.errors import RemoteResourceNotFoundException
+from events.rlmm_errors import RemoteResourceNotFoundException
 from actors.rlmm.manager import load_metadata_partition
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.rlmm.errors import IllegalArgumentException, MetadataParseException
-from actors.rlmm.metadata import (
+from events.rlmm_errors import IllegalArgumentException, MetadataParseException
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataSnapshot,

@@ -10,10 +10,10 @@ import pytest
 
 from actors.messages import Configure, Configured
 from actors.rlmm.actor import RlmmPartitionActor
-from actors.rlmm.errors import RemoteResourceNotFoundException, ReplicaNotAvailableException
+from events.rlmm_errors import RemoteResourceNotFoundException, ReplicaNotAvailableException
 from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager, load_metadata_partition
 from actors.rlmm.messages import IsReady, ListRemoteLogSegments, ReconcileAssignment, RlmmReply
-from actors.rlmm.metadata import TopicIdPartition, uuid_from_kafka_str
+from events.rlmm_types import TopicIdPartition, uuid_from_kafka_str
 from actors.rlmm.partitioner import metadata_partition_for
 from actors.rlmm.store import MetadataPartitionState, decide_add, decide_update
 from events.codec import new_event

@@ -1,4 +1,4 @@
-"""Crash recovery of store.partition_log with a real child process killed by SIGKILL while it
+"""Crash recovery of store.log.log.PartitionLog with a real child process killed by SIGKILL while it
 appends in a loop (Kafka ``LogSegment#recover`` / ``LogLoader`` semantics): after restart the
 log ends at the last batch whose CRC checks, and every append that returned is present."""
 
@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from store import record_batch as rb
-from store.partition_log import LogConfig, PartitionLog
+from store.log.config import LogConfig
+from store.log.log import PartitionLog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +25,8 @@ CHILD = textwrap.dedent(
     """
     import sys
     from store import record_batch as rb
-    from store.partition_log import LogConfig, PartitionLog
+    from store.log.config import LogConfig
+    from store.log.log import PartitionLog
     log_dirs, flush_messages, segment_bytes = sys.argv[1], sys.argv[2], sys.argv[3]
     cfg = LogConfig.from_properties({"flush.messages": flush_messages, "segment.bytes": segment_bytes})
     log = PartitionLog.open(log_dirs, "crash", 0, cfg)

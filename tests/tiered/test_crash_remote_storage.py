@@ -13,7 +13,7 @@ import time
 import uuid
 from pathlib import Path
 
-from actors.rlmm.metadata import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
+from events.rlmm_types import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
 from store.remote_storage import LocalDirectoryRemoteStorageManager
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ CHILD = textwrap.dedent(
     """
     import sys, uuid
     from pathlib import Path
-    from actors.rlmm.metadata import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
+    from events.rlmm_types import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
     from store.remote_storage import LocalDirectoryRemoteStorageManager, LogSegmentData
     src, root = Path(sys.argv[1]), Path(sys.argv[2])
     tp = TopicIdPartition(uuid.UUID(int=0xABCDEF), "t", 0)

@@ -22,10 +22,11 @@ from pathlib import Path
 import pytest
 
 from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-from actors.rlmm.metadata import RemoteLogSegmentState, TopicIdPartition
+from events.rlmm_types import RemoteLogSegmentState, TopicIdPartition
 from store import record_batch as rb
 from store.event_log import open_event_log
-from store.partition_log import LogConfig, PartitionLog
+from store.log.config import LogConfig
+from store.log.log import PartitionLog
 from store.remote_log_manager import RemoteLogManager
 from store.remote_storage import LocalDirectoryRemoteStorageManager
 
@@ -43,10 +44,11 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     import store.remote_storage as remote_storage
     from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-    from actors.rlmm.metadata import RemoteLogSegmentState, TopicIdPartition
+    from events.rlmm_types import RemoteLogSegmentState, TopicIdPartition
     from store import record_batch as rb
     from store.event_log import open_event_log
-    from store.partition_log import LogConfig, PartitionLog
+    from store.log.config import LogConfig
+    from store.log.log import PartitionLog
     from store.remote_log_manager import RemoteLogManager
 
     data, mode, props = Path(sys.argv[1]), sys.argv[2], eval(sys.argv[3])

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from store.partition_log import OffsetOutOfRangeError, PartitionLog
+from store.log.errors import OffsetOutOfRangeError
+from store.log.log import PartitionLog
 from tests.tiered.test_partition_log import batch, open_log
 
 

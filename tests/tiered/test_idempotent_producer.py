@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from store import record_batch as rb
-from store.partition_log import LogConfig, PartitionLog
+from store.log.config import LogConfig
+from store.log.log import PartitionLog
 from store.producer_state import (
     BATCHES_TO_RETAIN,
     InvalidProducerEpochError,

@@ -1,4 +1,4 @@
-"""store.partition_log: appends, segment rolling, indexes, reads, ListOffsets, leader-epoch
+"""store.log (the partition log): appends, segment rolling, indexes, reads, ListOffsets, leader-epoch
 cache, retention, flush policy and reopen/recovery (Kafka UnifiedLog/LogSegment/OffsetIndex/
 TimeIndex/LeaderEpochFileCache semantics)."""
 
@@ -13,21 +13,18 @@ from hypothesis import strategies as st
 
 from config import ConfigError
 from store import record_batch as rb
-from store.partition_log import (
+from store.log.config import LogConfig
+from store.log.epoch_cache import EpochEntry, LeaderEpochFileCache
+from store.log.errors import OffsetOutOfRangeError, RecordBatchTooLargeError, RecordTooLargeError
+from store.log.log import (
     EARLIEST_LOCAL_TIMESTAMP,
     EARLIEST_TIMESTAMP,
     LATEST_TIERED_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
-    EpochEntry,
-    LeaderEpochFileCache,
-    LogConfig,
-    OffsetOutOfRangeError,
     PartitionLog,
-    RecordBatchTooLargeError,
-    RecordTooLargeError,
-    segment_file_name,
 )
+from store.log.segment import segment_file_name
 
 
 def batch(n=1, ts=1000, value=b"v" * 40, key=b"k"):
@@ -367,25 +364,6 @@ def test_list_offsets_isolation_bound(tmp_path):
     assert f(25) is None and f(25, isolation_level=None).offset == 2
     assert f(MAX_TIMESTAMP) is None and f(MAX_TIMESTAMP, isolation_level=None).timestamp == 30
     assert f(15).offset == 1
-
-
-def test_log_manager_loads_creates_flushes_and_deletes(tmp_path):
-    from store.partition_log import LogManager
-
-    configs = {"a-b": LogConfig(flush_ms=10), "c": LogConfig()}
-    lm = LogManager(tmp_path, config_for=lambda t: configs[t])
-    la = lm.get_or_create("a-b", 3)  # topic names may contain '-'
-    lc = lm.get_or_create("c", 0)
-    la.append_as_leader(batch(), 0, 0)
-    lc.append_as_leader(batch(2), 0, 0)
-    assert lm.flush_dirty_logs(now_ms=100) == 1  # only "a-b" has flush.ms
-    lm.close()
-    (tmp_path / "not-a-log").mkdir()
-    lm = LogManager(tmp_path, config_for=lambda t: configs[t])
-    assert lm.load_all() == [("a-b", 3), ("c", 0)]
-    assert lm.get("a-b", 3).log_end_offset == 1 and lm.get("c", 0).log_end_offset == 2
-    assert lm.delete("c", 0) and not (tmp_path / "c-0").exists() and lm.get("c", 0) is None
-    assert not lm.delete("c", 0)
 
 
 def test_index_files_match_memory_after_truncate_append_and_reopen(tmp_path):

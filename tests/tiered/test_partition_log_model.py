@@ -1,4 +1,4 @@
-"""Model-based test of store.partition_log (hypothesis state machine): random appends, rolls,
+"""Model-based test of store.log.log.PartitionLog (hypothesis state machine): random appends, rolls,
 high-watermark moves, retention below an offset, clean reopens and crash reopens (no close, stale
 checkpoint) against a plain list of records. After every step the log must answer reads and
 ListOffsets exactly as the model says."""
@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from store import record_batch as rb
-from store.partition_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, LogConfig, PartitionLog
+from store.log.config import LogConfig
+from store.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, PartitionLog
 
 CONFIG = LogConfig(segment_bytes=700, index_interval_bytes=120)
 

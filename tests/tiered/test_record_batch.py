@@ -414,7 +414,8 @@ def test_parses_batches_produced_by_librdkafka(codec, tmp_path):
     finally:
         broker.close()
     assert broker.captured, "librdkafka sent no Produce request"
-    from store.partition_log import LogConfig, PartitionLog
+    from store.log.config import LogConfig
+    from store.log.log import PartitionLog
 
     log = PartitionLog.open(tmp_path, "rdk", 0, LogConfig())
     expected_codec = CompressionType[codec.upper()]

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.rlmm.errors import RemoteStorageException
+from events.rlmm_errors import RemoteStorageException
 from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
-from actors.rlmm.metadata import (
+from events.rlmm_types import (
     RemoteLogSegmentId,
     RemoteLogSegmentMetadata,
     RemoteLogSegmentMetadataUpdate,
@@ -22,14 +22,9 @@ from actors.rlmm.metadata import (
 )
 from store import record_batch as rb
 from store.event_log import open_event_log
-from store.partition_log import (
-    EARLIEST_LOCAL_TIMESTAMP,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIERED_TIMESTAMP,
-    LogConfig,
-    OffsetOutOfRangeError,
-    PartitionLog,
-)
+from store.log.config import LogConfig
+from store.log.errors import OffsetOutOfRangeError
+from store.log.log import EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, PartitionLog
 from store.remote_log_manager import (
     CopyCandidate,
     CustomMetadataSizeLimitExceededError,

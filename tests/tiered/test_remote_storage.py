@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from actors.rlmm.errors import RemoteResourceNotFoundException, RemoteStorageException
-from actors.rlmm.metadata import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
+from events.rlmm_errors import RemoteResourceNotFoundException, RemoteStorageException
+from events.rlmm_types import RemoteLogSegmentId, RemoteLogSegmentMetadata, TopicIdPartition
 from store.remote_storage import IndexType, LocalDirectoryRemoteStorageManager, LogSegmentData
 
 TP = TopicIdPartition(uuid.UUID(int=0x1234), "topic", 3)

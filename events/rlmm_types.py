@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterable, Mapping, Optional, Union
 
-from actors.rlmm.errors import IllegalArgumentException, NullPointerException
+from events.rlmm_errors import IllegalArgumentException, NullPointerException
 
 __all__ = [
     "REMOTE_LOG_METADATA_TOPIC_NAME",
