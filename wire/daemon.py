@@ -245,13 +245,24 @@ class ShoalBackend:
         """Append one partition's batches (UNKNOWN_TOPIC_OR_PARTITION for an unknown partition)."""
         if not self._known(topic, partition):
             return ProduceResult("UNKNOWN_TOPIC_OR_PARTITION")
-        return self.logs.append(topic, partition, records)
+        return self.logs.append(topic, partition, records, acks)
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
-        """Read one partition from ``offset`` (local or remote tier)."""
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1) -> FetchedPartition:
+        """Read one partition from ``offset`` (local or remote tier; a follower's fetch when
+        ``replica_id >= 0``, see :meth:`wire.logs.LogRegistry.read`)."""
         if not self._known(topic, partition):
             return FetchedPartition("UNKNOWN_TOPIC_OR_PARTITION")
-        return self.logs.read(topic, partition, offset, max_bytes)
+        return self.logs.read(topic, partition, offset, max_bytes, replica_id, current_leader_epoch)
+
+    def await_replication(self, pending: list[tuple[str, int, int]], timeout_ms: int) -> list[str | None]:
+        """The acks=-1 purgatory (:meth:`wire.logs.LogRegistry.await_replication`)."""
+        return self.logs.await_replication(pending, timeout_ms)
+
+    def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> tuple[str | None, int, int]:
+        """OffsetForLeaderEpoch on one partition (:meth:`wire.logs.LogRegistry.offset_for_leader_epoch`)."""
+        if not self._known(topic, partition):
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
+        return self.logs.offset_for_leader_epoch(topic, partition, current_leader_epoch, leader_epoch)
 
     def list_offset(self, topic: str, partition: int, timestamp: int):
         """ListOffsets on one partition."""
