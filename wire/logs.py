@@ -48,7 +48,8 @@ class LogRegistry:
     broker's) for :meth:`store.partition_log.LogConfig.from_properties`. ``remote_read`` (optional)
     is called as ``remote_read(log, offset, max_bytes) -> bytes`` for offsets below the local
     log start (the RemoteLogManager's read path). ``cluster`` (default ``StaticClusterView(0)``: this node leads everything)
-    says who leads each partition; ``replica_lag_time_max_ms`` is ``replica.lag.time.max.ms``.
+    says who leads each partition; ``replica_lag_time_max_ms`` is ``replica.lag.time.max.ms``;
+    ``clock()`` (ms, default wall time) is the replica manager's time.
     Thread-safe."""
 
     def __init__(
@@ -57,6 +58,7 @@ class LogRegistry:
         topic_config: Callable[[str], Mapping[str, str]] | None = None,
         cluster: ClusterView | None = None,
         replica_lag_time_max_ms: int = 30_000,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.log_dirs = log_dirs
         Path(log_dirs).mkdir(parents=True, exist_ok=True)
@@ -70,7 +72,16 @@ class LogRegistry:
         self.on_drop: Callable[[pl.PartitionLog], None] | None = None
         self.offset_by_timestamp: Callable[[pl.PartitionLog, int], Any] | None = None
         self.cluster: ClusterView = cluster if cluster is not None else StaticClusterView(0)
-        self.replicas = ReplicaManager(self.cluster, self.open, self._min_isr, self.notify, replica_lag_time_max_ms, _now_ms)
+        self.replicas = ReplicaManager(self.cluster, self.open, self._min_isr, self.notify, replica_lag_time_max_ms, clock or _now_ms)
+
+    def use_cluster(self, cluster: ClusterView) -> None:
+        """Follow ``cluster`` from now on (a daemon builds its metadata image after the logs):
+        a new :class:`ReplicaManager` on it replaces the current one, which is closed (its
+        waiting produces answer NOT_LEADER_OR_FOLLOWER)."""
+        old = self.replicas
+        self.cluster = cluster
+        self.replicas = ReplicaManager(cluster, self.open, self._min_isr, self.notify, old.lag_ms, old._clock)  # noqa: SLF001
+        old.close()
 
     def _min_isr(self, topic: str) -> int:
         """``min.insync.replicas`` of ``topic`` (topic config merged over the broker's; 1 if unset)."""

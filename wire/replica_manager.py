@@ -155,6 +155,10 @@ class ReplicaManager:
                 key = (key[0], int(key[1]))
                 if key in self._led:
                     self._sync(key, now)
+                else:
+                    ps = self.view.partition_state(*key)
+                    if ps is not None and ps.leader == self.node_id:
+                        self._sync(key, now)  # makeLeader: epoch cache, follower states
             self._cond.notify_all()
 
     def _publish_hw(self, key: Key, old: int, new: int) -> None:
@@ -175,6 +179,11 @@ class ReplicaManager:
             return err, ps.leader_epoch
         if ps.leader != self.node_id:
             return "NOT_LEADER_OR_FOLLOWER", ps.leader_epoch
+        key = (topic, partition)
+        led = self._led.get(key)
+        if led is None or led.state.leadership.leader_epoch != ps.leader_epoch:
+            with self._cond:
+                self._sync(key, self._clock())
         return "NONE", ps.leader_epoch
 
     # -- produce ---------------------------------------------------------------------------------
