@@ -29,6 +29,17 @@ class FakeClusterView:
         self.accept_alters = accept_alters
         self._callbacks: list[Callable[[Iterable[tuple[str, int]]], None]] = []
 
+    @classmethod
+    def linked(cls, node_ids: Iterable[int]) -> dict[int, "FakeClusterView"]:
+        """One view per node over a single shared image (states, endpoints, AlterPartition log,
+        callbacks): a change set on any of them, or committed by an AlterPartition, reaches
+        every node's callbacks, as the nodes following one controller stream would see it."""
+        views = [cls(n) for n in node_ids]
+        first = views[0]
+        for v in views[1:]:
+            v.states, v.endpoints, v.alters, v.altered, v._callbacks = first.states, first.endpoints, first.alters, first.altered, first._callbacks
+        return {v.node_id: v for v in views}
+
     def set(self, topic: str, partition: int, state: PartitionState) -> None:
         """Change the registration and notify (as the metadata image would)."""
         self.states[(topic, partition)] = state
@@ -62,7 +73,7 @@ class FakeClusterView:
         if cur.partition_epoch != partition_epoch:
             return "INVALID_UPDATE_VERSION", cur
         new = PartitionState(cur.replicas, tuple(new_isr), cur.leader, cur.leader_epoch, cur.partition_epoch + 1)
-        self.states[(topic, partition)] = new
+        self.set(topic, partition, new)
         return None, new
 
     def wait_alter(self, pred: Callable[[tuple], bool], timeout_s: float = 10.0) -> bool:
