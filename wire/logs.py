@@ -188,6 +188,7 @@ class LogRegistry:
             hw = lg.high_watermark
         else:
             hw = self.replicas.after_append(topic, partition)
+            self.notify()  # consumers (HW moved) and followers (LEO moved) long-polling
             res = ProduceResult(None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
         if acks == -1 and hw < info.last_offset + 1:
             res = replace(res, required_offset=info.last_offset + 1)

@@ -82,7 +82,11 @@ class BrokerConnection:
         return bytes(buf)
 
     def close(self) -> None:
-        """Close the socket (idempotent)."""
+        """Close the socket (idempotent); a thread blocked in :meth:`ask` gets an ``OSError``."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes a recv() in another thread
+        except OSError:
+            pass
         try:
             self.sock.close()
         except OSError:  # pragma: no cover

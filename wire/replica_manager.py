@@ -122,8 +122,9 @@ class ReplicaManager:
                 remotes = tuple(r for r in st.remotes if r.broker_id in lead.replicas) + tuple(
                     ReplicaState(r) for r in lead.replicas if r != self.node_id and r not in known
                 )
-                pending = tuple(b for b in st.pending_isr if b not in lead.isr)
-                cur.state = maybe_increment_hw(replace(st, leadership=lead, remotes=remotes, pending_isr=pending), now_ms)
+                # the committed registration replaces any pending change (Kafka makeLeader at the
+                # same leader epoch: CommittedPartitionState)
+                cur.state = maybe_increment_hw(replace(st, leadership=lead, remotes=remotes, pending_isr=()), now_ms)
                 cur.inflight = False
                 self._publish_hw(key, st.hw, cur.state.hw)
                 self._cond.notify_all()
@@ -161,10 +162,11 @@ class ReplicaManager:
                         self._sync(key, now)  # makeLeader: epoch cache, follower states
             self._cond.notify_all()
 
-    def _publish_hw(self, key: Key, old: int, new: int) -> None:
+    def _publish_hw(self, key: Key, old: int, new: int, notify: bool = True) -> None:
         if new > old:
             self._log_of(*key).update_high_watermark(new)
-            self._notify()
+            if notify:
+                self._notify()
 
     def leader_check(self, topic: str, partition: int, current_leader_epoch: int = -1) -> tuple[str, int]:
         """``(error, leader_epoch)`` for a request on ``topic``-``partition``: the epoch check
@@ -205,7 +207,9 @@ class ReplicaManager:
 
     def after_append(self, topic: str, partition: int) -> int:
         """Record the leader's new LEO after an append and advance the HW (``maybeIncrementLeaderHW``
-        after ``appendRecordsToLeader``). Returns the HW (exclusive)."""
+        after ``appendRecordsToLeader``). Returns the HW (exclusive). Does not call ``notify()``:
+        the caller wakes the long polls once for the append (followers wait for new data, not
+        for an HW move)."""
         key = (topic, partition)
         now = self._clock()
         with self._cond:
@@ -217,7 +221,7 @@ class ReplicaManager:
             new = maybe_increment_hw(replace(st, leo=max(st.leo, leo)), now)
             led.state = new
             if new.hw > st.hw:
-                self._publish_hw(key, st.hw, new.hw)
+                self._publish_hw(key, st.hw, new.hw, notify=False)
                 self._cond.notify_all()
             return new.hw
 

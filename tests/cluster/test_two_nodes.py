@@ -39,9 +39,9 @@ class Cluster:
             view.endpoints[n] = ("127.0.0.1", lst.port)
         self.fetchers: ReplicaFetcherManager | None = None
 
-    def follow(self) -> ReplicaFetcherManager:
+    def follow(self, config: FetcherConfig = FAST) -> ReplicaFetcherManager:
         """Start node 2's replica fetchers for t-0."""
-        self.fetchers = ReplicaFetcherManager(self.views[2], self.regs[2].open, FAST, lambda: [("t", 0)]).start()
+        self.fetchers = ReplicaFetcherManager(self.views[2], self.regs[2].open, config, lambda: [("t", 0)]).start()
         return self.fetchers
 
     def produce(self, records: bytes, acks: int = -1, timeout_ms: int = 30_000):
@@ -95,14 +95,17 @@ def _batch(n: int, tag: str = "v") -> bytes:
 
 def test_acks_all_waits_until_the_follower_has_the_records(cluster):
     c = cluster()
-    c.follow()
-    r = c.produce(_batch(3))
-    assert int(r.error_code.value) == 0 and int(r.base_offset) == 0
+    # a follower long poll far longer than the produce timeout: the leader's append must wake
+    # it (else the produce would time out waiting for the follower's next fetch)
+    c.follow(FetcherConfig(wait_max_ms=20_000, backoff_ms=50, socket_timeout_ms=30_000))
+    c.produce(_batch(1), acks=1)  # the follower's first fetch is parked at the leader's LEO
+    r = c.produce(_batch(2), timeout_ms=5_000)
+    assert int(r.error_code.value) == 0 and int(r.base_offset) == 1
     # answered only once the HW covered offset 2, i.e. node 2 fetched from offset 3
     assert c.regs[2].open("t", 0).log_end_offset == 3
     assert c.regs[1].open("t", 0).high_watermark == 3
-    r = c.produce(_batch(2), acks=-1)
-    assert int(r.base_offset) == 3
+    r = c.produce(_batch(2), acks=-1, timeout_ms=5_000)
+    assert int(r.error_code.value) == 0 and int(r.base_offset) == 3
     leader, follower = c.regs[1].open("t", 0), c.regs[2].open("t", 0)
     assert follower.read(0, 1 << 20, max_offset=5).records == leader.read(0, 1 << 20, max_offset=5).records
     assert follower.leader_epoch_cache.entries() == leader.leader_epoch_cache.entries()
