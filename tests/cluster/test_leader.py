@@ -194,3 +194,14 @@ def test_offset_for_leader_epoch_after_becoming_leader(node, tmp_path):
     assert reg.offset_for_leader_epoch("t", 0, 8, 5) == (None, 5, 4)
     assert reg.offset_for_leader_epoch("t", 0, 8, 3) == (None, 0, 2)
     assert reg.offset_for_leader_epoch("t", 0, -1, 9) == (None, -1, -1)
+
+
+def test_list_offsets_carries_the_leader_epoch_of_the_offset(node):
+    """KIP-320: LATEST answers the latest epoch; EARLIEST the epoch of the log start."""
+    reg, view, _clock = node(isr=(1,), min_isr="1", epoch=3)
+    reg.append("t", 0, _batch(2), acks=1)
+    view.set("t", 0, PartitionState((1, 2), (1,), 1, 4, 1))
+    reg.append("t", 0, _batch(1), acks=1)
+    assert reg.list_offset_with_epoch("t", 0, -1) == (None, 3, -1, 4)
+    assert reg.list_offset_with_epoch("t", 0, -2) == (None, 0, -1, 3)
+    assert [(e.epoch, e.start_offset) for e in reg.open("t", 0).leader_epoch_cache.entries()] == [(3, 0), (4, 2)]
