@@ -244,8 +244,10 @@ class Backend(Protocol):
         return "UNSUPPORTED_VERSION", -1, -1
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
-        """ListOffsets for one partition: ``(error, offset, timestamp)``; ``timestamp`` -1 latest,
-        -2 earliest, -3 max-timestamp, -4 earliest-local, -5 latest-tiered, else by time."""
+        """ListOffsets for one partition: ``(error, offset, timestamp)``, optionally with a 4th
+        element, the offset's leader epoch (KIP-320; without it the answer says 0);
+        ``timestamp`` -1 latest, -2 earliest, -3 max-timestamp, -4 earliest-local,
+        -5 latest-tiered, else by time."""
 
     def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
         """DeleteRecords (API 21) on one partition: move its log start offset up to ``offset``

@@ -267,10 +267,11 @@ class ShoalBackend:
         return self.logs.offset_for_leader_epoch(topic, partition, current_leader_epoch, leader_epoch)
 
     def list_offset(self, topic: str, partition: int, timestamp: int):
-        """ListOffsets on one partition."""
+        """ListOffsets on one partition: ``(error, offset, timestamp, leader_epoch)``
+        (:meth:`wire.logs.LogRegistry.list_offset_with_epoch`)."""
         if not self._known(topic, partition):
-            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
-        return self.logs.list_offset(topic, partition, timestamp)
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1, -1
+        return self.logs.list_offset_with_epoch(topic, partition, timestamp)
 
     def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
         """DeleteRecords on one partition (Kafka ``Partition.deleteRecordsOnLeader``): unknown

@@ -126,6 +126,7 @@ class LogRegistry:
             suffix = d.name[len(topic) + 1 :]
             if d.is_dir() and suffix.isdigit():
                 self.open(topic, int(suffix))
+        self.replicas.forget(topic)
         with self._lock:
             keys = [k for k in self._logs if k[0] == topic]
             victims = [self._logs.pop(k) for k in keys]
@@ -270,10 +271,17 @@ class LogRegistry:
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
         """ListOffsets on one partition → ``(error, offset, timestamp)`` (offset -1 if none);
-        NOT_LEADER_OR_FOLLOWER on a non-leader."""
+        NOT_LEADER_OR_FOLLOWER on a non-leader (see :meth:`list_offset_with_epoch`)."""
+        return self.list_offset_with_epoch(topic, partition, timestamp)[:3]  # type: ignore[return-value]
+
+    def list_offset_with_epoch(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int, int]:
+        """ListOffsets on one partition → ``(error, offset, timestamp, leader_epoch)``: the epoch
+        is the one the answer's offset was written in (the latest epoch for LATEST; -1 when
+        unknown), which KIP-320 clients validate their position against (Kafka
+        ``UnifiedLog.fetchOffsetByTimestamp``). NOT_LEADER_OR_FOLLOWER on a non-leader."""
         err, _ = self.replicas.leader_check(topic, partition)
         if err != "NONE":
-            return err, -1, -1
+            return err, -1, -1, -1
         lg = self.open(topic, partition)
         try:
             if self.offset_by_timestamp is not None:
@@ -281,10 +289,11 @@ class LogRegistry:
             else:
                 found = lg.fetch_offset_by_timestamp(timestamp)
         except ValueError:
-            return "INVALID_REQUEST", -1, -1
+            return "INVALID_REQUEST", -1, -1, -1
         if found is None:
-            return None, -1, -1
-        return None, found.offset, found.timestamp
+            return None, -1, -1, -1
+        epoch = getattr(found, "leader_epoch", None)
+        return None, found.offset, found.timestamp, -1 if epoch is None else int(epoch)
 
     def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
         """DeleteRecords on one partition → ``(error, low_watermark)``

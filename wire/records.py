@@ -181,7 +181,10 @@ def list_offsets(req: DecodedRequest, backend: Backend) -> Any:
     for t in req.body.topics:
         parts = []
         for p in t.partitions:
-            err, offset, ts = backend.list_offset(t.name, int(p.partition_index), int(p.timestamp))
+            res = backend.list_offset(t.name, int(p.partition_index), int(p.timestamp))
+            err, offset, ts = res[:3]
+            # a 4th element is the offset's leader epoch (KIP-320); backends without one answer 0
+            epoch = int(res[3]) if len(res) > 3 else (0 if err is None else -1)
             parts.append(
                 nested(
                     cls,
@@ -190,7 +193,7 @@ def list_offsets(req: DecodedRequest, backend: Backend) -> Any:
                     error_code=error_code(err),
                     timestamp=i64(ts),
                     offset=i64(offset),
-                    leader_epoch=i32(0 if err is None else -1),
+                    leader_epoch=i32(epoch if err is None else -1),
                 )
             )
         topics.append(nested(cls, "ListOffsetsTopicResponse", name=t.name, partitions=tuple(parts)))

@@ -218,7 +218,7 @@ class ReplicaManager:
                 return self._log_of(*key).high_watermark
             st = led.state
             leo = self._log_of(*key).log_end_offset
-            new = maybe_increment_hw(replace(st, leo=max(st.leo, leo)), now)
+            new = maybe_increment_hw(replace(st, leo=leo), now)
             led.state = new
             if new.hw > st.hw:
                 self._publish_hw(key, st.hw, new.hw, notify=False)
@@ -278,7 +278,7 @@ class ReplicaManager:
             if led is None:
                 return err, -1
             old = led.state
-            st = replace(old, leo=max(old.leo, self._log_of(*key).log_end_offset))
+            st = replace(old, leo=self._log_of(*key).log_end_offset)
             st, err, proposal = update_follower_fetch(st, replica_id, fetch_offset, now, current_leader_epoch)
             if err != "NONE":
                 return err, old.hw
@@ -305,7 +305,7 @@ class ReplicaManager:
             for key, led in list(self._led.items()):
                 if led.inflight or len(led.state.leadership.replicas) <= 1:
                     continue
-                led.state = replace(led.state, leo=max(led.state.leo, self._log_of(*key).log_end_offset))
+                led.state = replace(led.state, leo=self._log_of(*key).log_end_offset)
                 _, proposal = maybe_shrink_isr(led.state, now)
                 if proposal is not None:
                     self._submit(key, led, proposal)
@@ -375,6 +375,14 @@ class ReplicaManager:
                 self.check_isr()
             except Exception:  # pragma: no cover
                 log.exception("isr-expiration")
+
+    def forget(self, topic: str) -> None:
+        """Drop the leader state of every partition of ``topic`` (deleted: a topic re-created
+        with the same name starts from its new, empty log) and wake its waiting produces."""
+        with self._cond:
+            for key in [k for k in self._led if k[0] == topic]:
+                del self._led[key]
+            self._cond.notify_all()
 
     def state(self, topic: str, partition: int) -> ReplicationState | None:
         """The current leader state of ``topic``-``partition`` (``None`` when not led here)."""

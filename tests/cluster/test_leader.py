@@ -205,3 +205,12 @@ def test_list_offsets_carries_the_leader_epoch_of_the_offset(node):
     assert reg.list_offset_with_epoch("t", 0, -1) == (None, 3, -1, 4)
     assert reg.list_offset_with_epoch("t", 0, -2) == (None, 0, -1, 3)
     assert [(e.epoch, e.start_offset) for e in reg.open("t", 0).leader_epoch_cache.entries()] == [(3, 0), (4, 2)]
+
+
+def test_a_recreated_topic_starts_from_its_new_log(node):
+    reg, _view, _clock = node(isr=(1,), min_isr="1")
+    reg.append("t", 0, _batch(5), acks=1)
+    reg.drop_topic("t")
+    r = reg.append("t", 0, _batch(1), acks=-1)
+    assert (r.error, r.base_offset, r.required_offset) == (None, 0, -1)
+    assert reg.replicas.state("t", 0).hw == 1
