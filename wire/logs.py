@@ -47,10 +47,10 @@ class LogRegistry:
     ``topic_config(topic) -> Mapping[str, str]`` supplies a topic's configs (merged over the
     broker's) for :meth:`store.partition_log.LogConfig.from_properties`. ``remote_read`` (optional)
     is called as ``remote_read(log, offset, max_bytes) -> bytes`` for offsets below the local
-    log start (the RemoteLogManager's read path). ``cluster`` (default ``StaticClusterView(0)``: this node leads everything)
-    says who leads each partition; ``replica_lag_time_max_ms`` is ``replica.lag.time.max.ms``;
-    ``clock()`` (ms, default wall time) is the replica manager's time.
-    Thread-safe."""
+    log start (the RemoteLogManager's read path). ``cluster`` (default ``StaticClusterView(0)``:
+    this node leads everything) says who leads each partition; ``replica_lag_time_max_ms`` is
+    ``replica.lag.time.max.ms``; ``clock()`` (ms, default wall time) is the replica manager's
+    time. Thread-safe."""
 
     def __init__(
         self,

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.fetch.v12.response import FetchResponse
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic
+from kio.schema.offset_for_leader_epoch.v4.response import OffsetForLeaderEpochResponse
 from kio.static.primitive import i32, i64, i8
 
 from store import partition_log as pl
@@ -291,6 +293,8 @@ class ReplicaFetcherThread:
             replica_id=i32(self.node_id), topics=tuple(OffsetForLeaderTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items())
         )
         resp = conn.ask(23, OFFSET_FOR_LEADER_EPOCH_VERSION, req)
+        if not isinstance(resp, OffsetForLeaderEpochResponse):
+            raise ValueError(f"unexpected OffsetForLeaderEpoch reply {type(resp).__name__}")
         for t in resp.topics:
             for r in t.partitions:
                 key = (t.topic, int(r.partition))
@@ -365,6 +369,10 @@ class ReplicaFetcherThread:
             rack_id="",
         )
         resp = conn.ask(1, FETCH_VERSION, req)
+        if not isinstance(resp, FetchResponse):
+            raise ValueError(f"unexpected Fetch reply {type(resp).__name__}")
+        if int(resp.error_code.value):
+            raise ValueError(f"Fetch from {self.source} failed: {resp.error_code.name}")
         for t in resp.responses:
             for r in t.partitions:
                 key = (t.topic, int(r.partition_index))

@@ -38,15 +38,19 @@ class Cluster:
             self.listeners[n] = lst
             view.endpoints[n] = ("127.0.0.1", lst.port)
         self.fetchers: ReplicaFetcherManager | None = None
+        self.managers: list[ReplicaFetcherManager] = []
 
-    def follow(self, config: FetcherConfig = FAST) -> ReplicaFetcherManager:
-        """Start node 2's replica fetchers for t-0."""
-        self.fetchers = ReplicaFetcherManager(self.views[2], self.regs[2].open, config, lambda: [("t", 0)]).start()
-        return self.fetchers
+    def follow(self, config: FetcherConfig = FAST, node: int = 2) -> ReplicaFetcherManager:
+        """Start ``node``'s replica fetchers (node 2's are :attr:`fetchers`) for t-0."""
+        m = ReplicaFetcherManager(self.views[node], self.regs[node].open, config, lambda: [("t", 0)]).start()
+        self.managers.append(m)
+        if node == 2:
+            self.fetchers = m
+        return m
 
-    def produce(self, records: bytes, acks: int = -1, timeout_ms: int = 30_000):
-        """One Produce v9 to node 1; returns the partition response."""
-        conn = BrokerConnection("127.0.0.1", self.listeners[1].port, "test-producer")
+    def produce(self, records: bytes, acks: int = -1, timeout_ms: int = 30_000, node: int = 1):
+        """One Produce v9 to ``node``; returns the partition response."""
+        conn = BrokerConnection("127.0.0.1", self.listeners[node].port, "test-producer")
         try:
             req = ProduceRequest(
                 transactional_id=None,
@@ -59,15 +63,15 @@ class Cluster:
         finally:
             conn.close()
 
-    def wait_leader(self, pred, timeout_s: float = 20.0) -> bool:
-        """Block until node 1's state of t-0 satisfies ``pred`` (the manager's condition)."""
-        rm = self.regs[1].replicas
+    def wait_leader(self, pred, timeout_s: float = 20.0, node: int = 1) -> bool:
+        """Block until ``node``'s leader state of t-0 satisfies ``pred`` (the manager's condition)."""
+        rm = self.regs[node].replicas
         with rm._cond:  # noqa: SLF001 - notified on every state change
             return rm._cond.wait_for(lambda: (led := rm._led.get(("t", 0))) is not None and pred(led.state), timeout=timeout_s)  # noqa: SLF001
 
     def close(self) -> None:
-        if self.fetchers is not None:
-            self.fetchers.close()
+        for m in self.managers:
+            m.close()
         for lst in self.listeners.values():
             lst.stop()
         for reg in self.regs.values():
@@ -146,3 +150,25 @@ def test_divergent_follower_truncates_by_leader_epoch_then_fetches(cluster):
     assert [e.epoch for e in follower.leader_epoch_cache.entries()] == [1, 3, 5]
     # and the follower, caught up, joins the ISR
     assert c.wait_leader(lambda st: st.isr == (1, 2))
+
+
+def test_leader_change_truncates_the_old_leaders_uncommitted_tail(cluster):
+    """KIP-101's scenario: node 1 leads at epoch 0 and both have offsets 0-1; node 1 then takes
+    offsets 2-3 with acks=1 that node 2 never fetches. Node 2 is elected (epoch 1, ISR {2}) and
+    writes offset 2 in epoch 1. Node 1, now a follower, asks OffsetForLeaderEpoch(0) → (0, 2),
+    cuts its tail at 2 and fetches node 2's offset 2: the logs converge on the new leader's."""
+    c = cluster(min_isr="1")
+    c.follow()
+    assert c.produce(_batch(2, "a")).error_code.name == "none"  # both have 0-1
+    c.fetchers.close()
+    assert c.produce(_batch(2, "lost"), acks=1).error_code.name == "none"  # only node 1: 2-3
+    c.views[1].set("t", 0, PartitionState((1, 2), (2,), 2, 1, 1))  # node 2 elected, epoch 1
+    assert c.produce(_batch(1, "new"), acks=1, node=2).error_code.name == "none"  # offset 2 at epoch 1
+    assert c.produce(_batch(1), node=1).error_code.name == "not_leader_or_follower"
+    c.follow(node=1)
+    assert c.wait_leader(lambda st: (r := st.remote(1)) is not None and r.leo == 3, node=2)
+    old, new = c.regs[1].open("t", 0), c.regs[2].open("t", 0)
+    assert old.log_end_offset == 3
+    assert old.read(0, 1 << 20, max_offset=3).records == new.read(0, 1 << 20, max_offset=3).records
+    assert [(e.epoch, e.start_offset) for e in old.leader_epoch_cache.entries()] == [(0, 0), (1, 2)]
+    assert c.wait_leader(lambda st: st.isr == (2, 1), node=2)  # caught up: back in the ISR
