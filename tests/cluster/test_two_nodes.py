@@ -116,7 +116,7 @@ def test_acks_all_waits_until_the_follower_has_the_records(cluster):
 
 
 def test_without_the_follower_acks_all_times_out_the_isr_shrinks_and_it_rejoins(cluster):
-    c = cluster(lag_ms=400)
+    c = cluster(lag_ms=1500)  # short enough for a test, long enough for a loaded machine
     c.follow()
     assert int(c.produce(_batch(1)).error_code.value) == 0
     c.fetchers.close()  # node 2 stops fetching
