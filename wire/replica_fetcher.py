@@ -12,16 +12,14 @@ and asks again with the answered epoch when the leader's is lower than its own (
 Deviation: Fetch v12's ``last_fetched_epoch`` is sent as -1, so divergence is only detected by
 this truncation step (the leader never answers DivergingEpoch).
 
-Between brokers only the Kafka protocol is spoken: requests are kio entities encoded by
-:mod:`wire.protocol` over a plain socket (:class:`BrokerConnection`).
+Between brokers only the Kafka protocol is spoken: requests are kio entities sent over
+:class:`wire.cluster.BrokerChannel` (the inter-broker client the cluster metadata uses too).
 """
 
 from __future__ import annotations
 
 import datetime
 import logging
-import socket
-import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -35,10 +33,10 @@ from kio.static.primitive import i32, i64, i8
 
 from store import partition_log as pl
 from store import record_batch as rb
+from wire.cluster import BrokerChannel, RpcError
 from wire.cluster_view import NO_LEADER, ClusterView
-from wire.protocol import decode_response, encode_request, request_header
 
-__all__ = ["BrokerConnection", "FetcherConfig", "ReplicaFetcherManager", "ReplicaFetcherThread"]
+__all__ = ["FetcherConfig", "ReplicaFetcherManager", "ReplicaFetcherThread"]
 
 log = logging.getLogger("shoal.wire.replica_fetcher")
 
@@ -50,49 +48,6 @@ Key = tuple[str, int]
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-class BrokerConnection:
-    """One blocking Kafka connection to another broker: :meth:`ask` sends a kio request entity
-    and returns the decoded response body. ``timeout_s`` bounds connect and every receive
-    (Kafka ``replica.socket.timeout.ms``). Raises ``OSError``/``ConnectionError`` on network
-    failure (the caller reconnects)."""
-
-    def __init__(self, host: str, port: int, client_id: str, timeout_s: float = 30.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout_s)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.client_id = client_id
-        self._cid = 0
-
-    def ask(self, api_key: int, version: int, body: Any) -> Any:
-        """Send ``body`` as ``api_key`` v``version``; returns the response body (kio entity)."""
-        self._cid += 1
-        self.sock.sendall(encode_request(request_header(api_key, version, self._cid, self.client_id), body))
-        (size,) = struct.unpack(">i", self._recv(4))
-        cid, resp = decode_response(self._recv(size), api_key, version)
-        if cid != self._cid:
-            raise ConnectionError(f"correlation id {cid} != {self._cid}")
-        return resp
-
-    def _recv(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("connection closed by the broker")
-            buf += chunk
-        return bytes(buf)
-
-    def close(self) -> None:
-        """Close the socket (idempotent); a thread blocked in :meth:`ask` gets an ``OSError``."""
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)  # wakes a recv() in another thread
-        except OSError:
-            pass
-        try:
-            self.sock.close()
-        except OSError:  # pragma: no cover
-            pass
 
 
 @dataclass(frozen=True)
@@ -165,7 +120,7 @@ class ReplicaFetcherThread:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._conn: BrokerConnection | None = None
+        self._conn: BrokerChannel | None = None
         self._thread = threading.Thread(target=self._run, name=f"shoal-replica-fetcher-{node_id}-from-{source}", daemon=True)
         self.rounds = 0  # completed fetch rounds (status/tests)
 
@@ -200,17 +155,20 @@ class ReplicaFetcherThread:
         self._wake.set()
         conn = self._conn
         if conn is not None:
-            conn.close()
+            conn.abort()  # ends a long poll in flight
         if self._thread.is_alive() and threading.current_thread() is not self._thread:
             self._thread.join(timeout_s)
 
     # -- loop ------------------------------------------------------------------------------------
-    def _connection(self) -> BrokerConnection | None:
+    def _connection(self) -> BrokerChannel | None:
+        ep = self._endpoint()
+        if ep is None:
+            self._drop_connection()
+            return None
+        if self._conn is not None and (self._conn.host, self._conn.port) != tuple(ep):
+            self._drop_connection()  # the leader re-registered elsewhere
         if self._conn is None:
-            ep = self._endpoint()
-            if ep is None:
-                return None
-            self._conn = BrokerConnection(ep[0], ep[1], f"shoal-replica-{self.node_id}", self.config.socket_timeout_ms / 1000 + self.config.wait_max_ms / 1000)
+            self._conn = BrokerChannel(ep[0], ep[1], f"shoal-replica-{self.node_id}", self.config.socket_timeout_ms + self.config.wait_max_ms)
         return self._conn
 
     def _drop_connection(self) -> None:
@@ -239,7 +197,7 @@ class ReplicaFetcherThread:
                 if fetching:
                     self._fetch(conn, fetching)
                 self.rounds += 1
-            except (OSError, ConnectionError, ValueError) as exc:
+            except (RpcError, OSError, ValueError) as exc:
                 if self._stop.is_set():
                     return
                 log.info("replica fetcher %d<-%d: %s; reconnecting", self.node_id, self.source, exc)
@@ -270,7 +228,7 @@ class ReplicaFetcherThread:
         self._on_fenced(key, st.leader_epoch)
 
     # -- truncation (KIP-101 / KIP-279) ----------------------------------------------------------
-    def _truncate(self, conn: BrokerConnection, parts: dict[Key, _PartitionFetchState]) -> None:
+    def _truncate(self, conn: BrokerChannel, parts: dict[Key, _PartitionFetchState]) -> None:
         """One OffsetForLeaderEpoch round for ``parts`` (``AbstractFetcherThread.truncateToEpochEndOffsets``)."""
         asks: dict[Key, int] = {}
         for key, st in parts.items():
@@ -338,7 +296,7 @@ class ReplicaFetcherThread:
                 st.truncating = False
 
     # -- fetch -----------------------------------------------------------------------------------
-    def _fetch(self, conn: BrokerConnection, parts: dict[Key, _PartitionFetchState]) -> None:
+    def _fetch(self, conn: BrokerChannel, parts: dict[Key, _PartitionFetchState]) -> None:
         """One Fetch round (``ReplicaFetcherThread.processPartitionData``): append, then HW =
         ``min(leader HW, local LEO)`` and the leader's log start offset."""
         offsets: dict[Key, int] = {}

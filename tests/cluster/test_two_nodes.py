@@ -18,7 +18,8 @@ from tests.cluster.fakes import FakeClusterView, RegistryBackend
 from wire.cluster_view import PartitionState
 from wire.dispatch import KafkaDispatcher
 from wire.logs import LogRegistry
-from wire.replica_fetcher import BrokerConnection, FetcherConfig, ReplicaFetcherManager
+from wire.cluster import BrokerChannel
+from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from wire.server import KafkaListener
 
 FAST = FetcherConfig(wait_max_ms=100, backoff_ms=50, socket_timeout_ms=10_000)
@@ -50,7 +51,7 @@ class Cluster:
 
     def produce(self, records: bytes, acks: int = -1, timeout_ms: int = 30_000, node: int = 1):
         """One Produce v9 to ``node``; returns the partition response."""
-        conn = BrokerConnection("127.0.0.1", self.listeners[node].port, "test-producer")
+        conn = BrokerChannel("127.0.0.1", self.listeners[node].port, "test-producer")
         try:
             req = ProduceRequest(
                 transactional_id=None,
