@@ -55,7 +55,6 @@ from wire.dispatch import API_NAMES, CLUSTER_APIS, SUPPORTED, KafkaDispatcher
 from wire.entities import error_name
 from wire.gateway import ActorGateway
 from wire.group_types import GroupTypes
-from wire.cluster_view import StaticClusterView
 from wire.logs import LogRegistry
 from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
@@ -536,9 +535,9 @@ class Daemon:
             if reply is None or type(reply).__name__ != "Configured":
                 raise RuntimeError(f"journal did not start: {reply!r}")
             self.gateway = ActorGateway(self.asys, float(self.cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000)
-            view = self.cluster_view
-            if view is None:
-                view = self.cluster_view = StaticClusterView(int(self.cfg.get("node.id", "1")))
+            # the data plane's metadata image: the constructor's view, else this node alone (a
+            # cluster's own image replaces it below, once it is built)
+            view = self.cluster_view if self.cluster_view is not None else StaticClusterView(int(self.cfg.get("node.id", "1")))
             self.logs = LogRegistry(self.cfg["log.dirs"], cluster=view, replica_lag_time_max_ms=int(self.cfg.get("replica.lag.time.max.ms", "30000")))
             controller = controller_client.start(self.asys, self.gateway, self.cfg, journal)
             self.logs._topic_config = controller.topic_config  # noqa: SLF001 - wiring
