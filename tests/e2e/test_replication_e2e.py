@@ -2,7 +2,8 @@
 data plane of issue 15 (wire/replica_manager.py, wire/replica_fetcher.py) over the cluster's own
 metadata image. With RF=2 and min.insync.replicas=2: acks=all records are on both nodes, byte
 for byte; with one node down the ISR shrinks and acks=all is refused with NOT_ENOUGH_REPLICAS;
-the returning node catches up and rejoins the ISR."""
+the returning node catches up and rejoins the ISR; after a SIGKILL of the other node every
+acknowledged record is in the survivor's log."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from store import record_batch as rb
 from tests.e2e.conftest import free_port
 from tests.e2e.helpers import wait_for
 
@@ -30,6 +32,23 @@ def _produce(bootstrap: str, topic: str, values: list[bytes], partitions: int, *
         p.produce(topic, v, partition=i % partitions, on_delivery=lambda e, _m: results.append(e.name() if e else "ok"))
     assert p.flush(60) == 0
     return results
+
+
+def consumed_all_on(c: Consumer, got: list[bytes], n: int):
+    """A ``wait_for`` predicate: poll ``c`` once into ``got``; true once it holds ``n`` values."""
+
+    def step() -> bool:
+        m = c.poll(0.5)
+        if m is not None and m.error() is None:
+            got.append(m.value())
+        return len(got) >= n
+
+    return step
+
+
+def _records(segment: bytes) -> list:
+    """Every record of a segment file's bytes."""
+    return [r for h in rb.iter_batches(segment) for r in rb.iter_records(segment, h.position)]
 
 
 def _segment(node_dir: Path, topic: str, partition: int) -> bytes:
@@ -62,14 +81,7 @@ def test_two_nodes_replicate_acks_all_and_follow_the_isr(daemon_factory, pg_url,
     c = Consumer({"bootstrap.servers": both, "group.id": "g", "enable.auto.commit": False})
     c.assign([TopicPartition("r", 0, 0), TopicPartition("r", 1, 0)])
     got: list[bytes] = []
-
-    def consumed_all() -> bool:
-        m = c.poll(0.5)
-        if m is not None and m.error() is None:
-            got.append(m.value())
-        return len(got) >= 400
-
-    assert wait_for(consumed_all, 30, 0)
+    assert wait_for(consumed_all_on(c, got, 400), 30, 0)
     c.close()
     assert sorted(got) == sorted(values)
 
@@ -81,3 +93,10 @@ def test_two_nodes_replicate_acks_all_and_follow_the_isr(daemon_factory, pg_url,
     n2 = start(2)  # back: truncates, catches up and rejoins both ISRs
     assert wait_for(lambda: _isrs(n1.bootstrap, "r") == {0: [1, 2], 1: [1, 2]}, 60)
     assert _produce(f"{n1.bootstrap},{n2.bootstrap}", "r", [b"after"], 1) == ["ok"]
+
+    n1.kill()  # SIGKILL of node 1 and its actor system: node 2 leads both partitions
+    assert wait_for(lambda: _isrs(n2.bootstrap, "r") == {0: [2], 1: [2]}, 40)
+    # every acknowledged record is in the survivor's log, once (its HW stays where it was while
+    # the ISR {2} is under min.insync.replicas 2, so consumers see them when node 1 is back)
+    kept = [r.value for p in (0, 1) for r in _records(_segment(n2.data_dir, "r", p))]
+    assert sorted(kept) == sorted(values + [b"after"])
