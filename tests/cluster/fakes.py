@@ -9,7 +9,7 @@ import threading
 from typing import Callable, Iterable
 
 from tests.wire.fake_backend import FakeBackend
-from wire.backend import FetchedPartition, ProduceResult
+from wire.backend import FetchedPartition
 from wire.cluster_view import PartitionState
 from wire.logs import LogRegistry
 
@@ -112,4 +112,4 @@ class RegistryBackend(FakeBackend):
         self.logs.wait(timeout_ms, since)
 
 
-__all__ = ["FakeClusterView", "RegistryBackend", "ProduceResult"]
+__all__ = ["FakeClusterView", "RegistryBackend"]
