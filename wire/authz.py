@@ -382,11 +382,26 @@ class AuthorizingBackend:
             return ProduceResult("TOPIC_AUTHORIZATION_FAILED")
         return self.inner.produce(topic, partition, records, acks)
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
-        """READ on the topic."""
-        if not self._ok("READ", "TOPIC", topic):
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1) -> FetchedPartition:
+        """READ on the topic; a follower fetch (``replica_id >= 0``) needs CLUSTER_ACTION on the
+        cluster (``KafkaApis.handleFetchRequest``)."""
+        if replica_id >= 0:
+            if not self._ok("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
+                return FetchedPartition("TOPIC_AUTHORIZATION_FAILED")
+        elif not self._ok("READ", "TOPIC", topic):
             return FetchedPartition("TOPIC_AUTHORIZATION_FAILED")
-        return self.inner.fetch(topic, partition, offset, max_bytes)
+        return self.inner.fetch(topic, partition, offset, max_bytes, replica_id, current_leader_epoch)
+
+    def await_replication(self, pending, timeout_ms: int):
+        """No check of its own: only partitions this request was allowed to write wait."""
+        return self.inner.await_replication(pending, timeout_ms)
+
+    def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int):
+        """CLUSTER_ACTION on the cluster, else DESCRIBE on the topic
+        (``KafkaApis.handleOffsetForLeaderEpochRequest``) → TOPIC_AUTHORIZATION_FAILED."""
+        if not (self._ok("CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME) or self._ok("DESCRIBE", "TOPIC", topic)):
+            return "TOPIC_AUTHORIZATION_FAILED", -1, -1
+        return self.inner.offset_for_leader_epoch(topic, partition, current_leader_epoch, leader_epoch)
 
     def list_offset(self, topic: str, partition: int, timestamp: int):
         """DESCRIBE on the topic."""

@@ -77,13 +77,16 @@ class ConfigEntry:
 @dataclass(frozen=True, slots=True)
 class ProduceResult:
     """Result of appending one partition's records: ``base_offset`` of the first record,
-    ``log_append_time_ms`` (-1 with CreateTime), ``log_start_offset``; ``error`` a Kafka name."""
+    ``log_append_time_ms`` (-1 with CreateTime), ``log_start_offset``; ``error`` a Kafka name.
+    ``required_offset`` (``acks=-1`` only, -1 otherwise): the high watermark the answer must wait
+    for (last offset + 1, exclusive) through :meth:`Backend.await_replication`."""
 
     error: str | None
     base_offset: int = -1
     log_append_time_ms: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    required_offset: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,12 +227,27 @@ class Backend(Protocol):
     def produce(self, topic: str, partition: int, records: bytes, acks: int) -> ProduceResult:
         """Validate and append one partition's RecordBatches; returns the assigned base offset."""
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
-        """Read whole batches from ``offset`` (local segments or the remote tier)."""
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1) -> FetchedPartition:
+        """Read whole batches from ``offset`` (local segments or the remote tier) on the leader;
+        ``replica_id >= 0`` is a follower's fetch (read up to the LEO, its LEO recorded),
+        ``current_leader_epoch`` (-1: none) is checked (FENCED/UNKNOWN_LEADER_EPOCH)."""
+
+    def await_replication(self, pending: list[tuple[str, int, int]], timeout_ms: int) -> list[str | None]:
+        """The ``acks=-1`` purgatory: wait until each ``(topic, partition, required_offset)`` is
+        below the high watermark or ``timeout_ms`` passes; one error (or ``None``) per entry
+        (REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER)."""
+        return [None for _ in pending]
+
+    def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> tuple[str | None, int, int]:
+        """OffsetForLeaderEpoch (API 23) on one partition: ``(error, epoch, end_offset)``
+        (KIP-101/KIP-279; Kafka ``Partition.lastOffsetForLeaderEpoch``)."""
+        return "UNSUPPORTED_VERSION", -1, -1
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
-        """ListOffsets for one partition: ``(error, offset, timestamp)``; ``timestamp`` -1 latest,
-        -2 earliest, -3 max-timestamp, -4 earliest-local, -5 latest-tiered, else by time."""
+        """ListOffsets for one partition: ``(error, offset, timestamp)``, optionally with a 4th
+        element, the offset's leader epoch (KIP-320; without it the answer says 0);
+        ``timestamp`` -1 latest, -2 earliest, -3 max-timestamp, -4 earliest-local,
+        -5 latest-tiered, else by time."""
 
     def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
         """DeleteRecords (API 21) on one partition: move its log start offset up to ``offset``

@@ -122,6 +122,16 @@ class BrokerChannel:
         with self._lock:
             self._close()
 
+    def abort(self) -> None:
+        """Shut the socket down without waiting for the request in flight, which then fails with
+        :class:`RpcError` (how a replica fetcher blocked in a long poll is stopped)."""
+        sock = self._sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
 
 def inter_broker_endpoint(reg: BrokerRegistration) -> BrokerEndpoint | None:
     """The endpoint other nodes use to reach ``reg``'s broker: its first PLAINTEXT listener."""

@@ -56,6 +56,7 @@ from wire.entities import error_name
 from wire.gateway import ActorGateway
 from wire.group_types import GroupTypes
 from wire.logs import LogRegistry
+from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.memory import MallocTrimmer
 from wire.listeners import ListenerSpec, advertised_endpoints, endpoint_for, listener_config, listener_prefix, parse_listeners
@@ -245,19 +246,31 @@ class ShoalBackend:
         """Append one partition's batches (UNKNOWN_TOPIC_OR_PARTITION for an unknown partition)."""
         if not self._known(topic, partition):
             return ProduceResult("UNKNOWN_TOPIC_OR_PARTITION")
-        return self.logs.append(topic, partition, records)
+        return self.logs.append(topic, partition, records, acks)
 
-    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
-        """Read one partition from ``offset`` (local or remote tier)."""
+    def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1) -> FetchedPartition:
+        """Read one partition from ``offset`` (local or remote tier; a follower's fetch when
+        ``replica_id >= 0``, see :meth:`wire.logs.LogRegistry.read`)."""
         if not self._known(topic, partition):
             return FetchedPartition("UNKNOWN_TOPIC_OR_PARTITION")
-        return self.logs.read(topic, partition, offset, max_bytes)
+        return self.logs.read(topic, partition, offset, max_bytes, replica_id, current_leader_epoch)
 
-    def list_offset(self, topic: str, partition: int, timestamp: int):
-        """ListOffsets on one partition."""
+    def await_replication(self, pending: list[tuple[str, int, int]], timeout_ms: int) -> list[str | None]:
+        """The acks=-1 purgatory (:meth:`wire.logs.LogRegistry.await_replication`)."""
+        return self.logs.await_replication(pending, timeout_ms)
+
+    def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> tuple[str | None, int, int]:
+        """OffsetForLeaderEpoch on one partition (:meth:`wire.logs.LogRegistry.offset_for_leader_epoch`)."""
         if not self._known(topic, partition):
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
-        return self.logs.list_offset(topic, partition, timestamp)
+        return self.logs.offset_for_leader_epoch(topic, partition, current_leader_epoch, leader_epoch)
+
+    def list_offset(self, topic: str, partition: int, timestamp: int):
+        """ListOffsets on one partition: ``(error, offset, timestamp, leader_epoch)``
+        (:meth:`wire.logs.LogRegistry.list_offset_with_epoch`)."""
+        if not self._known(topic, partition):
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1, -1
+        return self.logs.list_offset_with_epoch(topic, partition, timestamp)
 
     def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
         """DeleteRecords on one partition (Kafka ``Partition.deleteRecordsOnLeader``): unknown
@@ -465,10 +478,16 @@ class _Dispatcher(KafkaDispatcher):
 
 class Daemon:
     """The running broker. ``Daemon(cfg).start()`` returns once the listener accepts
-    connections; :meth:`stop` shuts everything down; :meth:`wait` blocks until stopped."""
+    connections; :meth:`stop` shuts everything down; :meth:`wait` blocks until stopped.
+    ``cluster_view``: the :class:`wire.cluster_view.ClusterView` the data plane follows (who
+    leads which partition); ``None`` is the single-node ``StaticClusterView(node.id)``. The
+    daemon builds the leader's :class:`wire.replica_manager.ReplicaManager` (inside the
+    :class:`LogRegistry`) and the :class:`wire.replica_fetcher.ReplicaFetcherManager` from it."""
 
-    def __init__(self, cfg: Mapping[str, str]) -> None:
+    def __init__(self, cfg: Mapping[str, str], cluster_view: Any = None) -> None:
         self.cfg = dict(cfg)
+        self.cluster_view = cluster_view
+        self.fetchers: Any = None
         self.data_dir = Path(self.cfg["shoal.data.dir"])
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
@@ -516,7 +535,10 @@ class Daemon:
             if reply is None or type(reply).__name__ != "Configured":
                 raise RuntimeError(f"journal did not start: {reply!r}")
             self.gateway = ActorGateway(self.asys, float(self.cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000)
-            self.logs = LogRegistry(self.cfg["log.dirs"])
+            # the data plane's metadata image: the constructor's view, else this node alone (a
+            # cluster's own image replaces it below, once it is built)
+            view = self.cluster_view if self.cluster_view is not None else StaticClusterView(int(self.cfg.get("node.id", "1")))
+            self.logs = LogRegistry(self.cfg["log.dirs"], cluster=view, replica_lag_time_max_ms=int(self.cfg.get("replica.lag.time.max.ms", "30000")))
             controller = controller_client.start(self.asys, self.gateway, self.cfg, journal)
             self.logs._topic_config = controller.topic_config  # noqa: SLF001 - wiring
             shares = share_client.ShareClient(self.gateway, controller, self.logs, self.cfg, journal, self.asys)
@@ -532,6 +554,8 @@ class Daemon:
                     raise ConfigError("shoal.cluster.enable=true needs a PostgreSQL event.log.url: the nodes of a cluster share one event log")
                 self.cluster = ClusterMetadata(self.cfg, self.backend.node_id, event_log_for(self.cfg)).start()
                 self.backend.cluster, self.backend.clustered = self.cluster, True
+                if self.cluster_view is None:
+                    self.logs.use_cluster(self.cluster)  # the data plane follows the image
             dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer, clustered)
             self.dispatcher = dispatcher
             limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests: broker-wide (wire.quotas)
@@ -543,6 +567,13 @@ class Daemon:
             self.backend.host, self.backend.port = self.backend.endpoints[first.name]
             if clustered:
                 self._join_cluster(controller)
+            view = self.logs.cluster
+            if not isinstance(view, StaticClusterView):  # a single node follows no one
+
+                def all_partitions(c: Any = controller) -> list[tuple[str, int]]:
+                    return [(t.name, p) for t in c.topics(None) for p in range(t.partitions)]
+
+                self.fetchers = ReplicaFetcherManager(view, self.logs.open, FetcherConfig.from_config(self.cfg), all_partitions).start()
             self.started_ms = int(time.time() * 1000)
             self._write_status_file()
             self._ticker = threading.Thread(target=self._tick, name="shoal-ticker", daemon=True)
@@ -923,6 +954,11 @@ class Daemon:
                 lst.stop()
             except Exception:  # pragma: no cover
                 log.exception("listener stop")
+        if self.fetchers is not None:
+            try:
+                self.fetchers.close()
+            except Exception:  # pragma: no cover
+                log.exception("replica fetchers close")
         rlm = getattr(self, "rlm", None)
         if rlm is not None:
             try:

@@ -43,6 +43,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     21: (0, 2),  # DeleteRecords (Kafka 4 serves v0-2; librdkafka 2.16 sends v2)
     37: (0, 3),  # CreatePartitions (Kafka 4 serves v0-3; librdkafka 2.16 sends v2)
     22: (0, 5),  # InitProducerId (idempotent producers; no transactions)
+    23: (2, 4),  # OffsetForLeaderEpoch (KIP-101/279/320: follower truncation, consumer validation)
     32: (1, 4),  # DescribeConfigs
     44: (0, 1),  # IncrementalAlterConfigs
     50: (0, 0),  # DescribeUserScramCredentials (KIP-554)
@@ -108,6 +109,7 @@ API_NAMES = {
     21: "DeleteRecords",
     37: "CreatePartitions",
     22: "InitProducerId",
+    23: "OffsetForLeaderEpoch",
     32: "DescribeConfigs",
     44: "IncrementalAlterConfigs",
     50: "DescribeUserScramCredentials",
@@ -186,6 +188,7 @@ class KafkaDispatcher(Dispatcher):
             21: lambda r, c: admin.delete_records(r, backend),
             37: lambda r, c: admin.create_partitions(r, backend),
             22: lambda r, c: records.init_producer_id(r, backend),
+            23: lambda r, c: records.offset_for_leader_epoch(r, backend),
             32: lambda r, c: admin.describe_configs(r, backend),
             44: lambda r, c: admin.incremental_alter_configs(r, backend),
             50: lambda r, c: scram.describe_user_scram_credentials(r, backend),

@@ -3,9 +3,14 @@ of every partition, Produce appends, Fetch reads (local, or the remote tier thro
 RemoteLogManager) and ListOffsets — with Kafka's error names.
 
 Record bytes stay in this process: they go from the request into the segment file and from the
-segment file (or the remote tier) into the response; actors only ever see offsets. A single
-node is the leader of every partition with ISR = {itself}, so after an append the high
-watermark is the log end offset (acks=1 and acks=-1 are therefore the same wait here).
+segment file (or the remote tier) into the response; actors only ever see offsets.
+
+Who leads which partition comes from a :class:`wire.cluster_view.ClusterView`; the default
+:class:`~wire.cluster_view.StaticClusterView` makes this node the leader of every partition with
+ISR = {itself}, so after an append the high watermark is the log end offset (a single node, as
+Shoal always was). With other replicas, the :class:`wire.replica_manager.ReplicaManager` keeps
+the followers' state and the high watermark, and ``acks=-1`` produces wait for it
+(:meth:`LogRegistry.await_replication`).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -22,12 +28,14 @@ from store.log.log import PartitionLog
 from store import record_batch as rb
 from store.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
 from wire.backend import FetchedPartition, ProduceResult
+from wire.cluster_view import ClusterView, StaticClusterView
+from wire.replica_manager import ReplicaManager
 
 __all__ = ["LogRegistry", "LEADER_EPOCH"]
 
 log = logging.getLogger("shoal.wire.logs")
 
-#: The leader epoch every partition has on this single node (PartitionChanged never moves it).
+#: The leader epoch every partition has on a single node (:class:`StaticClusterView`).
 LEADER_EPOCH = 0
 
 
@@ -41,9 +49,19 @@ class LogRegistry:
     ``topic_config(topic) -> Mapping[str, str]`` supplies a topic's configs (merged over the
     broker's) for :meth:`store.log.config.LogConfig.from_properties`. ``remote_read`` (optional)
     is called as ``remote_read(log, offset, max_bytes) -> bytes`` for offsets below the local
-    log start (the RemoteLogManager's read path). Thread-safe."""
+    log start (the RemoteLogManager's read path). ``cluster`` (default ``StaticClusterView(0)``:
+    this node leads everything) says who leads each partition; ``replica_lag_time_max_ms`` is
+    ``replica.lag.time.max.ms``; ``clock()`` (ms, default wall time) is the replica manager's
+    time. Thread-safe."""
 
-    def __init__(self, log_dirs: str, topic_config: Callable[[str], Mapping[str, str]] | None = None) -> None:
+    def __init__(
+        self,
+        log_dirs: str,
+        topic_config: Callable[[str], Mapping[str, str]] | None = None,
+        cluster: ClusterView | None = None,
+        replica_lag_time_max_ms: int = 30_000,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         self.log_dirs = log_dirs
         Path(log_dirs).mkdir(parents=True, exist_ok=True)
         self._topic_config = topic_config or (lambda _t: {})
@@ -55,6 +73,24 @@ class LogRegistry:
         self.on_open: Callable[[PartitionLog], None] | None = None
         self.on_drop: Callable[[PartitionLog], None] | None = None
         self.offset_by_timestamp: Callable[[PartitionLog, int], Any] | None = None
+        self.cluster: ClusterView = cluster if cluster is not None else StaticClusterView(0)
+        self.replicas = ReplicaManager(self.cluster, self.open, self._min_isr, self.notify, replica_lag_time_max_ms, clock or _now_ms)
+
+    def use_cluster(self, cluster: ClusterView) -> None:
+        """Follow ``cluster`` from now on (a daemon builds its metadata image after the logs):
+        a new :class:`ReplicaManager` on it replaces the current one, which is closed (its
+        waiting produces answer NOT_LEADER_OR_FOLLOWER)."""
+        old = self.replicas
+        self.cluster = cluster
+        self.replicas = ReplicaManager(cluster, self.open, self._min_isr, self.notify, old.lag_ms, old._clock)  # noqa: SLF001
+        old.close()
+
+    def _min_isr(self, topic: str) -> int:
+        """``min.insync.replicas`` of ``topic`` (topic config merged over the broker's; 1 if unset)."""
+        try:
+            return max(1, int(self._topic_config(topic).get("min.insync.replicas", "1")))
+        except (TypeError, ValueError):
+            return 1
 
     # -- lifecycle ---------------------------------------------------------------------------
     def open(self, topic: str, partition: int) -> PartitionLog:
@@ -92,6 +128,7 @@ class LogRegistry:
             suffix = d.name[len(topic) + 1 :]
             if d.is_dir() and suffix.isdigit():
                 self.open(topic, int(suffix))
+        self.replicas.forget(topic)
         with self._lock:
             keys = [k for k in self._logs if k[0] == topic]
             victims = [self._logs.pop(k) for k in keys]
@@ -104,7 +141,8 @@ class LogRegistry:
                 log.exception("deleting %s-%d", lg.topic, lg.partition)
 
     def close(self) -> None:
-        """Flush and close every log (clean shutdown)."""
+        """Stop the replica manager, then flush and close every log (clean shutdown)."""
+        self.replicas.close()
         with self._lock:
             victims = list(self._logs.values())
             self._logs.clear()
@@ -115,15 +153,23 @@ class LogRegistry:
                 log.exception("closing %s-%d", lg.topic, lg.partition)
 
     # -- data plane --------------------------------------------------------------------------
-    def append(self, topic: str, partition: int, records: bytes) -> ProduceResult:
-        """Validate and append one Produce partition; advances the high watermark to the log end
-        offset. Errors: CORRUPT_MESSAGE (CRC, structure), INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE,
-        MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE, KAFKA_STORAGE_ERROR, and for idempotent producers
-        INVALID_PRODUCER_EPOCH and OUT_OF_ORDER_SEQUENCE_NUMBER; a retried idempotent batch gets
-        the offset it was first written at."""
+    def append(self, topic: str, partition: int, records: bytes, acks: int = 1) -> ProduceResult:
+        """Validate and append one Produce partition as its leader, stamping the leader epoch,
+        then advance the high watermark (``min`` LEO over the ISR; the LEO on a single node).
+        Errors: NOT_LEADER_OR_FOLLOWER (this node does not lead), NOT_ENOUGH_REPLICAS (``acks=-1``
+        with ISR < min.insync.replicas, nothing appended), CORRUPT_MESSAGE (CRC, structure),
+        INVALID_RECORD, UNSUPPORTED_COMPRESSION_TYPE, MESSAGE_TOO_LARGE, RECORD_LIST_TOO_LARGE,
+        KAFKA_STORAGE_ERROR, and for idempotent producers INVALID_PRODUCER_EPOCH and
+        OUT_OF_ORDER_SEQUENCE_NUMBER; a retried idempotent batch gets the offset it was first
+        written at. For ``acks=-1`` whose records are not below the HW yet, the result's
+        ``required_offset`` (last offset + 1) is set: pass it to :meth:`await_replication`
+        (Kafka ``ReplicaManager.appendRecords`` → ``DelayedProduce``)."""
+        err, leader_epoch = self.replicas.before_append(topic, partition, acks)
+        if err != "NONE":
+            return ProduceResult(err)
         lg = self.open(topic, partition)
         try:
-            info = lg.append_as_leader(records, LEADER_EPOCH, _now_ms())
+            info = lg.append_as_leader(records, leader_epoch, _now_ms())
         except rb.CorruptRecordError as exc:
             return ProduceResult("CORRUPT_MESSAGE", message=str(exc))
         except rb.InvalidRecordError as exc:
@@ -141,15 +187,42 @@ class LogRegistry:
         except OutOfOrderSequenceError as exc:
             return ProduceResult("OUT_OF_ORDER_SEQUENCE_NUMBER", message=str(exc))
         if info.duplicate:
-            return ProduceResult(None, info.first_offset, -1, info.log_start_offset)
-        lg.update_high_watermark(info.last_offset + 1)
-        self.notify()
-        return ProduceResult(None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
+            res = ProduceResult(None, info.first_offset, -1, info.log_start_offset)
+            hw = lg.high_watermark
+        else:
+            hw = self.replicas.after_append(topic, partition)
+            self.notify()  # consumers (HW moved) and followers (LEO moved) long-polling
+            res = ProduceResult(None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
+        if acks == -1 and hw < info.last_offset + 1:
+            res = replace(res, required_offset=info.last_offset + 1)
+        return res
 
-    def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> FetchedPartition:
+    def await_replication(self, pending: list[tuple[str, int, int]], timeout_ms: int) -> list[str | None]:
+        """The produce purgatory: wait until every ``(topic, partition, required_offset)`` is
+        below its partition's high watermark, or ``timeout_ms`` passes (one deadline for all, as
+        Kafka's ``DelayedProduce``). Returns one error per entry: ``None``,
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER or REQUEST_TIMED_OUT (the
+        records stay in the log and may still commit)."""
+        deadline = time.monotonic() + max(0, timeout_ms) / 1000
+        out: list[str | None] = []
+        for topic, partition, required in pending:
+            err = self.replicas.wait_for_hw(topic, partition, required, deadline)
+            out.append(None if err == "NONE" else err)
+        return out
+
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1) -> FetchedPartition:
         """Whole batches from ``offset`` up to the high watermark, ``max_bytes`` (at least one
         batch). Below the local log start the remote tier serves the read; outside
-        [log start, log end] the answer is OFFSET_OUT_OF_RANGE."""
+        [log start, log end] the answer is OFFSET_OUT_OF_RANGE. Only the leader serves reads:
+        FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a ``current_leader_epoch`` (``-1``: none)
+        older / newer than the leader's, NOT_LEADER_OR_FOLLOWER on a non-leader. A follower
+        (``replica_id >= 0``) reads up to the log end offset, its ``offset`` is recorded as its
+        LEO and the answer carries the leader's high watermark (:meth:`_read_as_follower`)."""
+        if replica_id >= 0:
+            return self._read_as_follower(topic, partition, offset, max_bytes, replica_id, current_leader_epoch)
+        err, _ = self.replicas.leader_check(topic, partition, current_leader_epoch)
+        if err != "NONE":
+            return FetchedPartition(err)
         lg = self.open(topic, partition)
         try:
             info = lg.read(offset, max_bytes)
@@ -159,6 +232,35 @@ class LogRegistry:
                 data = self.remote_read(lg, offset, max_bytes)
                 return FetchedPartition(None, lg.high_watermark, lg.log_start_offset, data)
             return FetchedPartition("OFFSET_OUT_OF_RANGE", lg.high_watermark, lg.log_start_offset)
+
+    def _read_as_follower(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int, current_leader_epoch: int) -> FetchedPartition:
+        """A follower fetch (Kafka ``Partition.fetchRecords`` with ``FetchIsolation.LOG_END``):
+        checks (:meth:`ReplicaManager.follower_fetch_check`), a read up to the LEO, then the
+        follower's state update; OFFSET_OUT_OF_RANGE outside the local log."""
+        err = self.replicas.follower_fetch_check(topic, partition, replica_id, current_leader_epoch)
+        if err != "NONE":
+            return FetchedPartition(err)
+        lg = self.open(topic, partition)
+        try:
+            info = lg.read(offset, max_bytes, max_offset=lg.log_end_offset)
+        except OffsetOutOfRangeError:
+            return FetchedPartition("OFFSET_OUT_OF_RANGE", lg.high_watermark, lg.log_start_offset)
+        err, hw = self.replicas.update_follower(topic, partition, replica_id, offset, current_leader_epoch)
+        if err != "NONE":
+            return FetchedPartition(err)
+        return FetchedPartition(None, hw, info.log_start_offset, info.records)
+
+    def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> tuple[str | None, int, int]:
+        """OffsetForLeaderEpoch on the leader (Kafka ``Partition.lastOffsetForLeaderEpoch``):
+        the epoch checks and NOT_LEADER_OR_FOLLOWER, then ``(None, epoch, end offset)`` from the
+        leader-epoch cache (``LeaderEpochFileCache.endOffsetFor``: the latest epoch ends at the
+        LEO, an older one where the next begins; ``(-1, -1)`` for an unknown larger epoch)."""
+        err, _ = self.replicas.leader_check(topic, partition, current_leader_epoch)
+        if err != "NONE":
+            return err, -1, -1
+        lg = self.open(topic, partition)
+        epoch, end = lg.leader_epoch_cache.end_offset_for(leader_epoch, lg.log_end_offset)
+        return None, epoch, end
 
     def batch_bounds(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[list[tuple[int, int]], bytes]:
         """The batches from ``offset`` (up to the high watermark, ``max_bytes``) as
@@ -170,7 +272,18 @@ class LogRegistry:
         return bounds, r.records
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
-        """ListOffsets on one partition → ``(error, offset, timestamp)`` (offset -1 if none)."""
+        """ListOffsets on one partition → ``(error, offset, timestamp)`` (offset -1 if none);
+        NOT_LEADER_OR_FOLLOWER on a non-leader (see :meth:`list_offset_with_epoch`)."""
+        return self.list_offset_with_epoch(topic, partition, timestamp)[:3]  # type: ignore[return-value]
+
+    def list_offset_with_epoch(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int, int]:
+        """ListOffsets on one partition → ``(error, offset, timestamp, leader_epoch)``: the epoch
+        is the one the answer's offset was written in (the latest epoch for LATEST; -1 when
+        unknown), which KIP-320 clients validate their position against (Kafka
+        ``UnifiedLog.fetchOffsetByTimestamp``). NOT_LEADER_OR_FOLLOWER on a non-leader."""
+        err, _ = self.replicas.leader_check(topic, partition)
+        if err != "NONE":
+            return err, -1, -1, -1
         lg = self.open(topic, partition)
         try:
             if self.offset_by_timestamp is not None:
@@ -178,16 +291,21 @@ class LogRegistry:
             else:
                 found = lg.fetch_offset_by_timestamp(timestamp)
         except ValueError:
-            return "INVALID_REQUEST", -1, -1
+            return "INVALID_REQUEST", -1, -1, -1
         if found is None:
-            return None, -1, -1
-        return None, found.offset, found.timestamp
+            return None, -1, -1, -1
+        epoch = getattr(found, "leader_epoch", None)
+        return None, found.offset, found.timestamp, -1 if epoch is None else int(epoch)
 
     def delete_records(self, topic: str, partition: int, offset: int) -> tuple[str | None, int]:
         """DeleteRecords on one partition → ``(error, low_watermark)``
         (:meth:`store.log.log.PartitionLog.delete_records`; OFFSET_OUT_OF_RANGE with low
         watermark -1 for a bad offset). A share group sees the new log start offset at its next
-        ShareFetch and archives below it (``LogStartOffsetMoved``)."""
+        ShareFetch and archives below it (``LogStartOffsetMoved``). NOT_LEADER_OR_FOLLOWER on a
+        non-leader."""
+        err, _ = self.replicas.leader_check(topic, partition)
+        if err != "NONE":
+            return err, -1
         lg = self.open(topic, partition)
         try:
             low = lg.delete_records(offset)

@@ -15,32 +15,53 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i16, i32, i64
 
 from wire.backend import Backend
-from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
+from wire.entities import NO_THROTTLE, build, duration_ms, error_code, nested, response_class
 from wire.protocol import DecodedRequest
 from wire.quotas import parked
 
-__all__ = ["fetch", "list_offsets", "produce"]
+__all__ = ["fetch", "list_offsets", "offset_for_leader_epoch", "produce"]
 
 
 def produce(req: DecodedRequest, backend: Backend) -> Any:
     """Produce: append each partition's RecordBatches (validated by the backend: magic 2, CRC,
     lengths, offsets, codec). Returns ``None`` for ``acks=0`` (Kafka sends no response) and
     INVALID_REQUIRED_ACKS for acks outside {-1, 0, 1}. Transactional produce is refused with
-    INVALID_REQUEST (Shoal has no transactions)."""
+    INVALID_REQUEST (Shoal has no transactions). With ``acks=-1`` every partition is appended
+    first, then the request waits (outside its ``queued.max.requests`` slot, :func:`parked`)
+    until the high watermarks cover the records or the request's ``timeout_ms`` passes (Kafka
+    ``ReplicaManager.appendRecords`` + ``DelayedProduce``: REQUEST_TIMED_OUT,
+    NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER)."""
     body = req.body
     acks = int(body.acks)
     cls = response_class(0, req.api_version)
-    topics = []
+    results: list[list[tuple[Any, Any]]] = []  # per topic: (partition, ProduceResult-like tuple)
+    pending: list[tuple[str, int, int]] = []
+    where: list[tuple[int, int]] = []
     for t in body.topic_data:
-        parts = []
+        row = []
         for p in t.partition_data:
             if acks not in (-1, 0, 1):
-                res_err, base, lat, lso, msg = "INVALID_REQUIRED_ACKS", -1, -1, -1, None
+                row.append((p, ("INVALID_REQUIRED_ACKS", -1, -1, -1, None)))
             elif body.transactional_id is not None:
-                res_err, base, lat, lso, msg = "INVALID_REQUEST", -1, -1, -1, "transactions are not supported"
+                row.append((p, ("INVALID_REQUEST", -1, -1, -1, "transactions are not supported")))
             else:
                 r = backend.produce(t.name, int(p.index), bytes(p.records or b""), acks)
-                res_err, base, lat, lso, msg = r.error, r.base_offset, r.log_append_time_ms, r.log_start_offset, r.message
+                if r.error is None and r.required_offset >= 0:
+                    pending.append((t.name, int(p.index), r.required_offset))
+                    where.append((len(results), len(row)))
+                row.append((p, (r.error, r.base_offset, r.log_append_time_ms, r.log_start_offset, r.message)))
+        results.append(row)
+    if pending:
+        with parked():  # the request leaves queued.max.requests while it waits in the purgatory
+            errors = backend.await_replication(pending, duration_ms(body.timeout, 30000))
+        for (ti, pi), err in zip(where, errors):
+            if err is not None:
+                p, (_e, base, lat, lso, _m) = results[ti][pi]
+                results[ti][pi] = (p, (err, base, lat, lso, None))
+    topics = []
+    for t, row in zip(body.topic_data, results):
+        parts = []
+        for p, (res_err, base, lat, lso, msg) in row:
             parts.append(
                 nested(
                     cls,
@@ -106,6 +127,7 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
     cls = response_class(1, req.api_version)
     deadline = time.monotonic() + body.max_wait.total_seconds()
     committed = int(getattr(body, "isolation_level", 0)) == 1  # READ_COMMITTED (v4+)
+    replica_id = int(getattr(body, "replica_id", -1))  # >= 0: a follower's fetch (v4-v14)
     while True:
         seen = backend.data_version()  # before reading: an append after this ends the wait
         budget = int(body.max_bytes)
@@ -118,7 +140,7 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
             for p in t.partitions:
                 exhausted = total > 0 and budget <= 0  # the response's max_bytes is reached
                 limit = max(1, min(int(p.partition_max_bytes), budget)) if total else int(p.partition_max_bytes)
-                r = backend.fetch(t.topic, int(p.partition), int(p.fetch_offset), limit)
+                r = backend.fetch(t.topic, int(p.partition), int(p.fetch_offset), limit, replica_id, int(getattr(p, "current_leader_epoch", -1)))
                 asked += 1
                 errors += r.error is not None
                 data = b"" if exhausted else r.records
@@ -159,7 +181,10 @@ def list_offsets(req: DecodedRequest, backend: Backend) -> Any:
     for t in req.body.topics:
         parts = []
         for p in t.partitions:
-            err, offset, ts = backend.list_offset(t.name, int(p.partition_index), int(p.timestamp))
+            res = backend.list_offset(t.name, int(p.partition_index), int(p.timestamp))
+            err, offset, ts = res[:3]
+            # a 4th element is the offset's leader epoch (KIP-320); backends without one answer 0
+            epoch = int(res[3]) if len(res) > 3 else (0 if err is None else -1)
             parts.append(
                 nested(
                     cls,
@@ -168,8 +193,28 @@ def list_offsets(req: DecodedRequest, backend: Backend) -> Any:
                     error_code=error_code(err),
                     timestamp=i64(ts),
                     offset=i64(offset),
-                    leader_epoch=i32(0 if err is None else -1),
+                    leader_epoch=i32(epoch if err is None else -1),
                 )
             )
         topics.append(nested(cls, "ListOffsetsTopicResponse", name=t.name, partitions=tuple(parts)))
+    return build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics))
+
+
+def offset_for_leader_epoch(req: DecodedRequest, backend: Backend) -> Any:
+    """OffsetForLeaderEpoch (API 23, v2-v4; KIP-101, KIP-279, KIP-320): per partition the end
+    offset (exclusive) of the requested leader epoch, or of the largest epoch below it, from the
+    leader's epoch cache, after the ``current_leader_epoch`` checks (FENCED_LEADER_EPOCH,
+    UNKNOWN_LEADER_EPOCH) and NOT_LEADER_OR_FOLLOWER on a non-leader (Kafka
+    ``KafkaApis.handleOffsetForLeaderEpochRequest`` → ``Partition.lastOffsetForLeaderEpoch``).
+    Unknown partitions get UNKNOWN_TOPIC_OR_PARTITION; errors carry epoch and offset -1."""
+    cls = response_class(23, req.api_version)
+    topics = []
+    for t in req.body.topics:
+        parts = []
+        for p in t.partitions:
+            err, epoch, end = backend.offset_for_leader_epoch(t.topic, int(p.partition), int(p.current_leader_epoch), int(p.leader_epoch))
+            parts.append(
+                nested(cls, "EpochEndOffset", error_code=error_code(err), partition=p.partition, leader_epoch=i32(epoch), end_offset=i64(end))
+            )
+        topics.append(nested(cls, "OffsetForLeaderTopicResult", topic=t.topic, partitions=tuple(parts)))
     return build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics))

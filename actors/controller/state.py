@@ -156,6 +156,9 @@ class PartitionResult:
     message: str | None = None
     leader: int = -1
     leader_epoch: int = -1
+    #: the ISR and partition epoch after the command (AlterPartition answers them; () / -1 elsewhere)
+    isr: tuple[int, ...] = ()
+    partition_epoch: int = -1
 
 
 class ControllerState:
@@ -471,9 +474,10 @@ def _decide_alter_partition(state: ControllerState, cmd: AlterPartition) -> Deci
     if err != "NONE":
         return Decision([], [PartitionResult(cmd.topic, cmd.partition, err, None, p.leader, p.leader_epoch)])
     if new is lead:
-        return Decision([], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, p.leader, p.leader_epoch)])
+        return Decision([], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)])
     reason = "isr_expand" if len(new.isr) > len(lead.isr) else "isr_shrink"
-    return Decision([_changed(t, cmd.partition, new, reason)], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, new.leader, new.leader_epoch)])
+    result = PartitionResult(cmd.topic, cmd.partition, "NONE", None, new.leader, new.leader_epoch, tuple(new.isr), new.partition_epoch)
+    return Decision([_changed(t, cmd.partition, new, reason)], [result])
 
 
 def _decide_register(state: ControllerState, cmd: cl.RegisterBroker) -> Decision | fr.Rejected:

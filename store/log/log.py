@@ -513,6 +513,70 @@ class PartitionLog:
                 flushed=flushed,
             )
 
+    def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> LogAppendInfo:
+        """Append RecordBatch v2 bytes fetched from the leader, with the offsets and partition
+        leader epochs the leader assigned (Kafka ``UnifiedLog#appendAsFollower``: no offset
+        assignment, no sequence validation, origin REPLICATION).
+
+        Each batch is CRC/structure-checked; the first batch's base offset must equal
+        :attr:`log_end_offset` and the batches must be contiguous, else
+        :class:`OffsetOutOfRangeError`. Every batch's ``partitionLeaderEpoch`` (when >= 0) is
+        assigned in the leader-epoch cache at its base offset (``LeaderEpochFileCache#assign``,
+        a no-op unless the epoch is new). Producer state records the batches. Does not move the
+        high watermark (the fetcher sets ``min(leader HW, LEO)``). Returns
+        :class:`LogAppendInfo` (``log_append_time_ms`` -1). Raises
+        ``record_batch.CorruptRecordError``, :class:`RecordBatchTooLargeError` (a batch larger
+        than ``segment.bytes``), :class:`KafkaStorageError` (I/O) and
+        :class:`OffsetOutOfRangeError` (not at the log end)."""
+        data = bytes(records)
+        with self._lock:
+            self._ensure_open()
+            headers = list(rb.iter_batches(data))
+            if not headers:
+                raise rb.InvalidRecordError("empty record set")
+            expected = self.log_end_offset
+            for h in headers:
+                if h.base_offset != expected:
+                    raise OffsetOutOfRangeError(
+                        f"follower append at {h.base_offset} but the log end offset of {self.topic}-{self.partition} is {expected}"
+                    )
+                if h.size_in_bytes > self.config.segment_bytes:
+                    raise RecordBatchTooLargeError(
+                        f"batch of {h.size_in_bytes} bytes exceeds segment.bytes={self.config.segment_bytes}"
+                    )
+                expected = h.last_offset + 1
+            first, last = headers[0].base_offset, headers[-1].last_offset
+            max_ts_h = max(headers, key=lambda h: h.max_timestamp)
+            try:
+                seg = self._maybe_roll(len(data), max_ts_h.max_timestamp, last, now_ms)
+                for h in headers:
+                    if h.partition_leader_epoch >= 0:
+                        latest = self.leader_epoch_cache.latest_epoch()
+                        if latest is None or h.partition_leader_epoch > latest:
+                            self.leader_epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
+                seg.append(data, headers)
+            except OSError as exc:
+                raise KafkaStorageError(str(exc)) from exc
+            self.producer_state.record([h for h in headers if h.producer_id >= 0], now_ms)
+            n_records = sum(h.records_count for h in headers)
+            self._unflushed_messages += n_records
+            flushed = False
+            if self._unflushed_messages >= self.config.flush_messages or now_ms - self._last_flush_ms >= self.config.flush_ms:
+                self._flush_locked(now_ms)
+                flushed = True
+            return LogAppendInfo(
+                first_offset=first,
+                last_offset=last,
+                max_timestamp=max_ts_h.max_timestamp,
+                offset_of_max_timestamp=max_ts_h.last_offset,
+                log_append_time_ms=-1,
+                log_start_offset=self._log_start_offset,
+                record_count=n_records,
+                batch_count=len(headers),
+                valid_bytes=len(data),
+                flushed=flushed,
+            )
+
     def _maybe_roll(self, size: int, max_ts: int, max_offset: int, now_ms: int) -> LogSegment:
         seg = self._segments[-1]
         if seg.should_roll(size, max_ts, max_offset, now_ms):
@@ -850,6 +914,26 @@ class PartitionLog:
             self.leader_epoch_cache.truncate_from_end(leo)
             self._high_watermark = min(self._high_watermark, leo)
             self._recovery_point = min(self._recovery_point, leo)
+            self._write_meta()
+            self._rebuild_producer_state(self._last_flush_ms)  # Kafka truncateTo reloads producer state
+
+    def truncate_fully_and_start_at(self, new_offset: int, now_ms: int) -> None:
+        """Delete every local segment and restart the (empty) log at ``new_offset``: log start,
+        log end, high watermark and recovery point all become ``new_offset``; the epoch cache
+        and producer state are cleared (Kafka ``UnifiedLog#truncateFullyAndStartAt``, used by a
+        follower whose whole log is below the leader's log start offset)."""
+        with self._lock:
+            self._ensure_open()
+            for s in self._segments:
+                s.delete_files()
+            self._segments.clear()
+            self._bases.clear()
+            self._new_segment(new_offset, now_ms)
+            self.leader_epoch_cache.truncate_from_end(0)
+            self.producer_state = ProducerStateManager()
+            self._log_start_offset = new_offset
+            self._high_watermark = new_offset
+            self._recovery_point = new_offset
             self._write_meta()
 
     def delete(self) -> None:

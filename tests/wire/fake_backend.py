@@ -129,7 +129,16 @@ class FakeBackend:
     def _end(self, log):
         return log[-1][1] + 1 if log else 0
 
-    def fetch(self, topic, partition, offset, max_bytes):
+    def offset_for_leader_epoch(self, topic, partition, current_leader_epoch, leader_epoch):
+        """Every record is written in epoch 0: epoch 0 ends at the log end; a higher one is unknown."""
+        log = self._logs.get((topic, partition))
+        if log is None:
+            return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
+        if current_leader_epoch > 0:
+            return "UNKNOWN_LEADER_EPOCH", -1, -1
+        return (None, 0, self._end(log)) if leader_epoch == 0 else (None, -1, -1)
+
+    def fetch(self, topic, partition, offset, max_bytes, replica_id=-1, current_leader_epoch=-1):
         log = self._logs.get((topic, partition))
         if log is None:
             return FetchedPartition("UNKNOWN_TOPIC_OR_PARTITION")
