@@ -1,6 +1,8 @@
 """Controller snapshots: topics (with their config overrides) and partitions (leader, epochs,
 replicas, ISR); storage collections with their since/upper frontiers, read policy, dependencies
-and read holds (Materialize-style storage controller; ``reference/controller.md``).
+and read holds (Materialize-style storage controller; ``reference/controller.md``); SCRAM
+credentials and ACLs; the registered brokers and the active controller (KRaft's
+``ClusterControlManager``).
 
 Python: :func:`actors.controller.state.evolve` over the ``controller`` stream. The controller's
 stored snapshots are ``ControllerState.to_dict()`` JSON (``ControllerActor.save_snapshot``), so
