@@ -1,6 +1,8 @@
 """Controller snapshots: topics (with their config overrides) and partitions (leader, epochs,
 replicas, ISR); storage collections with their since/upper frontiers, read policy, dependencies
-and read holds (Materialize-style storage controller; ``reference/controller.md``).
+and read holds (Materialize-style storage controller; ``reference/controller.md``); SCRAM
+credentials and ACLs; the registered brokers and the active controller (KRaft's
+``ClusterControlManager``).
 
 Python: :func:`actors.controller.state.evolve` over the ``controller`` stream. The controller's
 stored snapshots are ``ControllerState.to_dict()`` JSON (``ControllerActor.save_snapshot``), so
@@ -30,6 +32,14 @@ reused; hold counts never go negative; ``collection:`` holds are the model's own
   (set: the row with its iterations; removed: no row). No salt, key or password.
 * ``controller_acls``: an ACL is present when its last event is an ``AclsCreated`` (the decider
   creates only absent ACLs and deletes only present ones, so the last event decides).
+* ``controller_brokers`` / ``controller_cluster`` (KRaft's ``ClusterControlManager`` image,
+  :class:`actors.controller.cluster.ClusterState`): a broker's row is its latest
+  ``BrokerRegistered``; it is fenced unless the latest ``BrokerFenced``/``BrokerUnfenced`` of that
+  registration's ``broker_epoch`` after it is a ``BrokerUnfenced`` (a registration starts
+  fenced; events of an older epoch are ignored, as ``ClusterState.evolve`` does). The controller
+  is the latest ``ControllerElected`` (no row before the first election). The endpoints are one
+  string ``NAME://host:port/PROTOCOL,…`` in listener order, built from one ``max(CASE …)`` per
+  listener index (see :func:`_endpoints_sql`).
 
 The frontiers table shows the policy as its canonical JSON text (what the events carry) and the
 dependencies as rows of ``controller_dependencies`` (an ordered list cannot be joined into one
@@ -161,6 +171,79 @@ ACLS = SnapshotTable(
 )
 
 
+#: the registered brokers (KRaft ``BrokerRegistration``): endpoints as :func:`endpoints_text`
+BROKERS = SnapshotTable(
+    "controller_brokers",
+    pa.schema(
+        [
+            ("stream_id", pa.string()),
+            ("broker_id", pa.int64()),
+            ("incarnation_id", pa.string()),
+            ("broker_epoch", pa.int64()),
+            ("endpoints", pa.string()),  # "NAME://host:port/PROTOCOL,…" in listener order
+            ("rack", pa.string()),
+            ("fenced", pa.bool_()),
+        ]
+    ),
+    ("stream_id", "broker_id"),
+)
+
+#: the active controller and its epoch: a row once a controller was elected
+CLUSTER = SnapshotTable(
+    "controller_cluster",
+    pa.schema([("stream_id", pa.string()), ("controller_id", pa.int64()), ("controller_epoch", pa.int64())]),
+    ("stream_id",),
+)
+
+#: how many listeners of a broker ``controller_brokers.endpoints`` spells out; more are shown as
+#: the first ones followed by :data:`MORE_ENDPOINTS` (the SQL fold has one column per index:
+#: DuckDB and Spark share no ordered string aggregate). Kafka brokers have a handful of listeners.
+MAX_LISTED_ENDPOINTS = 16
+MORE_ENDPOINTS = "<more listeners>"
+
+
+def endpoint_text(name: str, host: str, port: int, security_protocol: str) -> str:
+    """One listener as ``NAME://host:port/PROTOCOL`` (Kafka's listener URI plus its security
+    protocol), e.g. ``PLAINTEXT://b1:9092/PLAINTEXT``."""
+    return f"{name}://{host}:{port}/{security_protocol}"
+
+
+def endpoints_text(endpoints) -> str:
+    """``controller_brokers.endpoints`` of a registration's ``BrokerEndpoint``s (listener order):
+    their :func:`endpoint_text` joined by ``,`` (``""`` for none), the first
+    :data:`MAX_LISTED_ENDPOINTS` only, followed by :data:`MORE_ENDPOINTS` if there are more."""
+    texts = [endpoint_text(e.name, e.host, e.port, e.security_protocol) for e in endpoints]
+    if len(texts) > MAX_LISTED_ENDPOINTS:
+        texts = texts[:MAX_LISTED_ENDPOINTS] + [MORE_ENDPOINTS]
+    return ",".join(texts)
+
+
+def _cluster_rows(stream_id: str, cluster) -> dict:
+    """``controller_brokers`` and ``controller_cluster`` rows of a folded
+    :class:`actors.controller.cluster.ClusterState`."""
+    brokers = [
+        {
+            "stream_id": stream_id,
+            "broker_id": r.broker_id,
+            "incarnation_id": r.incarnation_id,
+            "broker_epoch": r.broker_epoch,
+            "endpoints": endpoints_text(r.endpoints),
+            "rack": r.rack,
+            "fenced": r.fenced,
+        }
+        for _, r in sorted(cluster.brokers.items())
+    ]
+    elected = cluster.controller_epoch > 0  # ControllerElected epochs start at 1
+    return {
+        BROKERS.name: brokers,
+        CLUSTER.name: (
+            [{"stream_id": stream_id, "controller_id": cluster.controller_id, "controller_epoch": cluster.controller_epoch}]
+            if elected
+            else []
+        ),
+    }
+
+
 def to_rows(stream_id: str, st) -> dict:
     """Snapshot rows of one folded ``ControllerState``."""
     from actors.controller.frontiers import policy_to_json
@@ -217,6 +300,7 @@ def to_rows(stream_id: str, st) -> dict:
             {"stream_id": stream_id, "user": u, "mechanism": m, "iterations": c.iterations} for (u, m), c in st.scram.credentials.items()
         ],
         ACLS.name: [{"stream_id": stream_id, **row} for row in st.acls.to_list()],
+        **_cluster_rows(stream_id, st.cluster),
     }
 
 
@@ -559,6 +643,80 @@ WHERE rn = 1 AND live = 1
 """
 
 
+# The cluster (``ClusterState.evolve``): the latest registration of each broker; its fencing state
+# is the latest Fenced/Unfenced of that registration's epoch after it (fenced when there is none);
+# the controller is the latest ControllerElected.
+_CLUSTER_VIEWS = [
+    (
+        "ctl_broker_regs",
+        """
+SELECT stream_id, broker_id, incarnation_id, broker_epoch, rack, position
+FROM (
+  SELECT r.*, row_number() OVER (PARTITION BY stream_id, broker_id ORDER BY position DESC) AS rn
+  FROM ev_controller_BrokerRegistered r
+) x
+WHERE rn = 1
+""",
+    ),
+    (
+        "ctl_broker_fencing",
+        """
+SELECT stream_id, broker_id, fenced
+FROM (
+  SELECT u.*, row_number() OVER (PARTITION BY u.stream_id, u.broker_id ORDER BY u.position DESC) AS rn
+  FROM (
+    SELECT f.stream_id, f.broker_id, f.position, TRUE AS fenced
+    FROM ev_controller_BrokerFenced f
+    JOIN ctl_broker_regs r
+      ON r.stream_id = f.stream_id AND r.broker_id = f.broker_id AND r.broker_epoch = f.broker_epoch AND f.position > r.position
+    UNION ALL
+    SELECT f.stream_id, f.broker_id, f.position, FALSE
+    FROM ev_controller_BrokerUnfenced f
+    JOIN ctl_broker_regs r
+      ON r.stream_id = f.stream_id AND r.broker_id = f.broker_id AND r.broker_epoch = f.broker_epoch AND f.position > r.position
+  ) u
+) x
+WHERE rn = 1
+""",
+    ),
+]
+
+
+def _endpoints_sql(max_listed: int, more: str) -> str:
+    """``(stream_id, broker_id, endpoints)`` of each broker's latest registration: the
+    :func:`endpoint_text` of its listeners in order, joined by ``,``. Without an ordered string
+    aggregate common to DuckDB and Spark, each listener index up to ``max_listed`` is one
+    ``max(CASE …)`` joined by ``concat_ws`` (which skips NULLs in both engines); ``more`` stands
+    for the rest, as :func:`endpoints_text` does."""
+    text = "e.name || '://' || e.host || ':' || CAST(e.port AS STRING) || '/' || e.security_protocol"
+    parts = [f"max(CASE WHEN e.idx = {i} THEN {text} END)" for i in range(max_listed)]
+    parts.append(f"CASE WHEN max(e.idx) >= {max_listed} THEN {_lit(more)} END")
+    return f"""
+SELECT r.stream_id, r.broker_id, concat_ws(',', {", ".join(parts)}) AS endpoints
+FROM ctl_broker_regs r
+JOIN ev_controller_BrokerRegistered__endpoints e ON e.stream_id = r.stream_id AND e.position = r.position
+GROUP BY r.stream_id, r.broker_id
+"""
+
+
+_BROKERS_SQL = """
+SELECT r.stream_id, r.broker_id, r.incarnation_id, r.broker_epoch, COALESCE(e.endpoints, '') AS endpoints, r.rack,
+       COALESCE(f.fenced, TRUE) AS fenced
+FROM ctl_broker_regs r
+LEFT JOIN ctl_broker_endpoints e ON e.stream_id = r.stream_id AND e.broker_id = r.broker_id
+LEFT JOIN ctl_broker_fencing f ON f.stream_id = r.stream_id AND f.broker_id = r.broker_id
+"""
+
+_CLUSTER_SQL = """
+SELECT stream_id, node_id AS controller_id, controller_epoch
+FROM (
+  SELECT c.*, row_number() OVER (PARTITION BY stream_id ORDER BY position DESC) AS rn
+  FROM ev_controller_ControllerElected c
+) x
+WHERE rn = 1
+"""
+
+
 def build() -> DomainProjection:
     """The controller projection; raises :class:`DomainNotAvailable` if its code is missing."""
     try:
@@ -583,12 +741,19 @@ def build() -> DomainProjection:
     return DomainProjection(
         name="controller",
         event_types=event_types,
-        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS, SCRAM_CREDENTIALS, ACLS),
+        tables=(TOPICS, PARTITIONS, REPLICAS, FRONTIERS, DEPENDENCIES, HOLDS, PRODUCER_IDS, SCRAM_CREDENTIALS, ACLS, BROKERS, CLUSTER),
         initial=lambda _sid: cs.ControllerState(),
         evolve=cs.evolve,
         to_rows=to_rows,
         stream_prefix=ev.STREAM_ID,
-        sql_views=[*_VIEWS, *_CONFIG_VIEWS, *_FRONTIER_VIEWS, _policy_view(fr.policy_to_json(fr.ValidFrom(None)))],
+        sql_views=[
+            *_VIEWS,
+            *_CONFIG_VIEWS,
+            *_FRONTIER_VIEWS,
+            _policy_view(fr.policy_to_json(fr.ValidFrom(None))),
+            *_CLUSTER_VIEWS,
+            ("ctl_broker_endpoints", _endpoints_sql(MAX_LISTED_ENDPOINTS, MORE_ENDPOINTS)),
+        ],
         sql={
             TOPICS.name: _topics_sql(TOPIC_CONFIG_DEFS),
             PARTITIONS.name: _PARTITIONS_SQL,
@@ -599,10 +764,12 @@ def build() -> DomainProjection:
             PRODUCER_IDS.name: _PRODUCER_IDS_SQL,
             SCRAM_CREDENTIALS.name: _SCRAM_CREDENTIALS_SQL,
             ACLS.name: _ACLS_SQL,
+            BROKERS.name: _BROKERS_SQL,
+            CLUSTER.name: _CLUSTER_SQL,
         },
         decode_state=decode_state,
         encode_state=lambda st: json.dumps(st.to_dict(), separators=(",", ":")).encode(),
-        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds, SCRAM credentials, ACLs",
+        description="controller: topics, partitions, collections' since/upper frontiers, dependencies, read holds, SCRAM credentials, ACLs, brokers, active controller",
     )
 
 

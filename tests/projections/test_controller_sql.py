@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from actors.controller import frontiers as fr
 from actors.controller import acls as ac
+from actors.controller import cluster as cl
 from actors.controller import scram as sc
 from actors.controller import state as S
 from actors.controller import topics as tp
@@ -59,6 +60,18 @@ _POLICIES = [
 _small = st.integers(0, 50)
 _upper_op = st.tuples(st.just("upper"), _small, st.integers(0, 40), st.sampled_from([False, False, False, True]), st.booleans(), st.booleans())
 _hold_op = st.tuples(st.just("hold"), st.sampled_from(_HOLDERS), _small, st.integers(0, 30), st.integers(-2, 3))
+# the cluster (KRaft's ClusterControlManager): brokers 1–4 register (a new incarnation or a retry;
+# while the old session is alive or not), usually followed by the heartbeat that unfences them;
+# registered brokers heartbeat with their epoch or a stale one, asking to be fenced or not; their
+# sessions expire; nodes claim the controller over the current or a stale epoch, fencing
+# unreachable brokers
+_CLUSTER_OPS = [
+    st.tuples(st.just("register"), st.integers(1, 4), st.sampled_from([True, True, False]), st.integers(0, 3),
+              st.sampled_from([None, "r1", "r2"]), st.booleans(), st.sampled_from([True, True, True, False])),
+    st.tuples(st.just("heartbeat"), _small, st.sampled_from([False, False, False, True]), st.sampled_from([False, False, True])),
+    st.tuples(st.just("fence"), st.lists(_small, min_size=1, max_size=2)),
+    st.tuples(st.just("claim"), st.integers(1, 4), st.sampled_from([False, False, False, True]), st.lists(_small, max_size=2)),
+]
 _op = st.one_of(
     _upper_op,
     _hold_op,
@@ -93,7 +106,12 @@ _op = st.one_of(
     st.tuples(st.just("acl"), st.lists(st.tuples(st.sampled_from(["TOPIC", "GROUP", "ANY"]), st.sampled_from(["a", "ab", "*"]),
                                                  st.sampled_from(["LITERAL", "PREFIXED"]), st.sampled_from(["READ", "ALL"]),
                                                  st.sampled_from(["ALLOW", "DENY"])), min_size=1, max_size=3), _small),
+    # the cluster (KRaft's ClusterControlManager): see _CLUSTER_OPS
+    *_CLUSTER_OPS,
 )
+
+#: listeners a generated broker registers (its first ``n``), ``{b}``: the broker id
+_LISTENERS = [("PLAINTEXT", "b{b}", 9092, "PLAINTEXT"), ("SASL_SSL", "b{b}.example", 9093, "SASL_SSL"), ("INTERNAL", "10.0.0.{b}", 9094, "PLAINTEXT")]
 
 
 def _pick(seq, i):
@@ -226,12 +244,46 @@ def _command(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
             b = present[op[2] % len(present)]
             return ac.DeleteAcls((ac.AclBindingFilter(b.resource_type, b.resource_name, "MATCH"),))
         return ac.CreateAcls(tuple(ac.AclBinding(rt, name, pt, "User:u", "*", opn, perm) for rt, name, pt, opn, perm in op[1]))
+    if kind == "register":
+        _, b, new_incarnation, n, rack, session_alive, _unfence = op
+        old = cs.cluster.brokers.get(b)
+        incarnation = old.incarnation_id if old is not None and not new_incarnation else f"inc-{b}-v{cs.version}"
+        endpoints = tuple(ev.BrokerEndpoint(name, host.format(b=b), port, proto) for name, host, port, proto in _LISTENERS[:n])
+        return cl.RegisterBroker(b, incarnation, "shoal-test", endpoints, rack, session_alive)
+    if kind == "heartbeat":  # from a registered broker (or broker 1 when there is none)
+        _, i, stale, want_fence = op
+        b = _pick(cs.cluster.brokers, i) or 1
+        reg = cs.cluster.brokers.get(b)
+        epoch = (reg.broker_epoch if reg else 1) - (1 if stale else 0)
+        return cl.BrokerHeartbeat(b, epoch, want_fence)
+    if kind == "fence":  # session expiry of registered brokers
+        brokers = tuple(_pick(cs.cluster.brokers, i) for i in op[1])
+        return cl.FenceBrokers(brokers) if cs.cluster.brokers else None
+    if kind == "claim":
+        _, node, stale, fence = op
+        unreachable = tuple(_pick(cs.cluster.brokers, i) for i in fence) if cs.cluster.brokers else ()
+        return cl.ClaimController(node, cs.cluster.controller_epoch - (1 if stale else 0), unreachable)
     raise AssertionError(kind)
+
+
+def _commands(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
+    """The decider commands an abstract ``op`` stands for, one after the other (a generator, so
+    each is built from the state its predecessors left): a registration may be followed by the
+    heartbeat that unfences the broker (with the epoch it was given)."""
+    cmd = _command(cs, op, used_ids, now_ms)
+    if cmd is None:
+        return
+    yield cmd
+    if op[0] == "register" and op[-1]:
+        reg = cs.cluster.brokers.get(op[1])
+        if reg is not None and reg.incarnation_id == cmd.incarnation_id:
+            yield cl.BrokerHeartbeat(op[1], reg.broker_epoch, False)
 
 
 def run_commands(ops, on_event=None) -> list:
     """Decide ``ops`` one after the other on a fresh controller (brokers 1–3, tiered storage on),
-    applying each accepted decision's events; returns ``[("controller", event), …]``.
+    applying each accepted decision's events (and counting the stream version, which a
+    registration's broker epoch is); returns ``[("controller", event), …]``.
     ``on_event(state, event)`` is called after each event is applied."""
     cs = S.ControllerState(static_config={"remote.log.storage.system.enable": "true"}, brokers=(1, 2, 3))
     used_ids: set[str] = set()
@@ -239,17 +291,16 @@ def run_commands(ops, on_event=None) -> list:
     now_ms = 1_000_000
     for op in ops:
         now_ms += 1000
-        cmd = _command(cs, op, used_ids, now_ms)
-        if cmd is None:
-            continue
-        d = S.decide(cs, cmd, now_ms)
-        if isinstance(d, fr.Rejected):
-            continue
-        for e in d.events:
-            S.apply(cs, e)
-            out.append(("controller", e))
-            if on_event is not None:
-                on_event(cs, e)
+        for cmd in _commands(cs, op, used_ids, now_ms):
+            d = S.decide(cs, cmd, now_ms)
+            if isinstance(d, fr.Rejected):
+                continue
+            for e in d.events:
+                S.apply(cs, e)
+                cs.version += 1
+                out.append(("controller", e))
+                if on_event is not None:
+                    on_event(cs, e)
     return out
 
 
@@ -261,6 +312,18 @@ _seed_op = st.one_of(
 # a few creations first, so that most later commands find something to act on
 controller_ops = st.tuples(st.lists(_seed_op, min_size=2, max_size=6), st.lists(_op, min_size=4, max_size=40)).map(lambda t: t[0] + t[1])
 controller_logs = controller_ops.map(run_commands)
+
+# cluster-heavy logs: topics (so that fencing and unfencing move leaders), then mostly cluster
+# commands with some partition changes in between
+_cluster_heavy_op = st.one_of(
+    *_CLUSTER_OPS,
+    st.tuples(st.just("partition"), _small, _small, st.sampled_from(["broker_failed", "leader", "elect"])),
+    st.tuples(st.just("create_topic"), st.sampled_from(_NAMES), st.integers(1, 3), st.just([]), st.just(False)),
+)
+cluster_ops = st.tuples(st.lists(_seed_op, min_size=1, max_size=3), st.lists(_cluster_heavy_op, min_size=4, max_size=30)).map(
+    lambda t: t[0] + t[1]
+)
+cluster_logs = cluster_ops.map(run_commands)
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
@@ -297,6 +360,39 @@ def test_generated_logs_cover_every_controller_event():
     }
     assert expected - seen == set()
     assert dep_holds and exports and drops_gone
+
+
+def test_generated_cluster_logs_cover_the_cluster_rules():
+    """Sanity check of the cluster-heavy generator: across a few hundred examples brokers are
+    fenced for every reason, unfenced again, registered again with a new incarnation, fenced
+    brokers lose their leaderships, unfenced ones are elected, and controllers are elected more
+    than once (so the SQL fold of ``controller_brokers``/``controller_cluster`` meets them all)."""
+    reasons: set[str] = set()
+    changes: set[str] = set()
+    seen = {"refenced": 0, "reincarnated": 0, "reelected": 0}
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(ops=cluster_ops)
+    def collect(ops):
+        fenced_once: set[tuple[int, int]] = set()
+        incarnations: dict[int, str] = {}
+        for _, e in run_commands(ops):
+            if isinstance(e, ev.BrokerFenced):
+                reasons.add(e.reason)
+                seen["refenced"] += (e.broker_id, e.broker_epoch) in fenced_once
+                fenced_once.add((e.broker_id, e.broker_epoch))
+            elif isinstance(e, ev.BrokerRegistered):
+                seen["reincarnated"] += incarnations.get(e.broker_id, e.incarnation_id) != e.incarnation_id
+                incarnations[e.broker_id] = e.incarnation_id
+            elif isinstance(e, ev.PartitionChanged):
+                changes.add(e.reason)
+            elif isinstance(e, ev.ControllerElected):
+                seen["reelected"] += e.controller_epoch > 1
+
+    collect()
+    assert reasons == {"session_expired", "controlled_shutdown", "controller_unreachable", "reregistered"}
+    assert {"broker_failed", "election"} <= changes
+    assert all(seen.values()), seen
 
 
 # ----------------------------------------------------------------------------- the rule the SQL since rests on
@@ -359,6 +455,14 @@ def test_controller_all_tables_duckdb_equals_python(tmp_path, entries):
     assert_duckdb_equals_python(tmp_path, entries, domain_projections(["controller"]))
 
 
+@SETTINGS
+@given(entries=cluster_logs)
+def test_cluster_tables_duckdb_equals_python(tmp_path, entries):
+    """Cluster-heavy logs (registrations, heartbeats, fencing, controller claims, with partitions
+    whose leaders move): every controller table, DuckDB against Python."""
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["controller"]))
+
+
 def test_controller_every_table_is_folded_in_sql():
     (p,) = domain_projections(["controller"])
     assert {t.name for t in p.sql_tables} == {t.name for t in p.tables}
@@ -373,6 +477,7 @@ def _decide_all(cmds) -> list:
         assert isinstance(d, S.Decision), (cmd, d)
         for e in d.events:
             S.apply(cs, e)
+            cs.version += 1
             out.append(("controller", e))
     return out
 
@@ -438,6 +543,67 @@ def test_controller_sql_folds_scram_credentials(tmp_path):
     assert set(rows["controller_scram_credentials"][0]) == {"stream_id", "user", "mechanism", "iterations"}
 
 
+def _ep(name: str, host: str, port: int, proto: str = "PLAINTEXT") -> ev.BrokerEndpoint:
+    return ev.BrokerEndpoint(name, host, port, proto)
+
+
+def test_controller_sql_folds_the_cluster(tmp_path):
+    """A hand-written cluster (so a failure here is easy to read): brokers 1 and 2 register and
+    heartbeat, broker 1 shuts down (fenced) and registers again as a new incarnation after its
+    session expired, node 2 becomes the controller, then node 3 over epoch 1. The new registration
+    of broker 1 starts fenced whatever its old one was; broker 2 is unfenced. DuckDB against
+    literals and Python."""
+    sasl = _ep("SASL_SSL", "b2.example", 9093, "SASL_SSL")
+    entries = _decide_all([
+        cl.RegisterBroker(1, "i1", "c", (_ep("PLAINTEXT", "b1", 9092),), None, False),  # epoch 1
+        cl.RegisterBroker(2, "i2", "c", (_ep("PLAINTEXT", "b2", 9092), sasl), "r2", False),  # epoch 2
+        cl.BrokerHeartbeat(1, 1, False),
+        cl.BrokerHeartbeat(2, 2, False),
+        cl.ClaimController(2, 0),
+        cl.BrokerHeartbeat(1, 1, True),  # controlled shutdown
+        cl.RegisterBroker(1, "i1b", "c", (), "r1", False),
+        cl.ClaimController(3, 1),
+    ])
+    kinds = [type(e).__name__ for _, e in entries]
+    assert kinds == ["BrokerRegistered", "BrokerRegistered", "BrokerUnfenced", "BrokerUnfenced", "ControllerElected",
+                     "BrokerFenced", "BrokerRegistered", "ControllerElected"]
+    rows = _fold_both(tmp_path, entries)
+    assert [(r["broker_id"], r["incarnation_id"], r["broker_epoch"], r["endpoints"], r["rack"], r["fenced"])
+            for r in rows["controller_brokers"]] == [
+        (1, "i1b", 7, "", "r1", True),
+        (2, "i2", 2, "PLAINTEXT://b2:9092/PLAINTEXT,SASL_SSL://b2.example:9093/SASL_SSL", "r2", False),
+    ]
+    assert [(r["controller_id"], r["controller_epoch"]) for r in rows["controller_cluster"]] == [(3, 2)]
+
+
+def test_controller_sql_ignores_stale_fencing_and_lists_many_listeners(tmp_path):
+    """Events written straight to the log (not by the decider): a Fenced/Unfenced of an older
+    registration's epoch is ignored (``ClusterState.evolve``), an Unfenced before the registration
+    it names does not count, and a broker with more listeners than the SQL spells out shows the
+    first ones and ``<more listeners>`` in every engine."""
+    from projections.domains.controller import MAX_LISTED_ENDPOINTS, MORE_ENDPOINTS
+
+    many = tuple(_ep(f"L{i}", "h", 9000 + i) for i in range(MAX_LISTED_ENDPOINTS + 2))
+    entries = [("controller", e) for e in [
+        ev.BrokerRegistered(1, "a", 1, (_ep("PLAINTEXT", "h1", 1),)),
+        ev.BrokerUnfenced(1, 1),
+        ev.BrokerUnfenced(2, 4),  # before broker 2's registration of epoch 4
+        ev.BrokerRegistered(2, "b", 4, many),
+        ev.BrokerRegistered(1, "a2", 5, (_ep("PLAINTEXT", "h1", 2),)),
+        ev.BrokerUnfenced(1, 5),
+        ev.BrokerFenced(1, 1, "session_expired"),  # stale: registration 1 was replaced
+        ev.BrokerRegistered(3, "c", 8, (), None),
+        ev.BrokerUnfenced(3, 8),
+        ev.BrokerFenced(3, 8, "session_expired"),
+    ]]
+    rows = _fold_both(tmp_path, entries)
+    brokers = {r["broker_id"]: r for r in rows["controller_brokers"]}
+    assert {b: (r["broker_epoch"], r["fenced"]) for b, r in brokers.items()} == {1: (5, False), 2: (4, True), 3: (8, True)}
+    listed = brokers[2]["endpoints"].split(",")
+    assert listed[0] == "L0://h:9000/PLAINTEXT" and len(listed) == MAX_LISTED_ENDPOINTS + 1 and listed[-1] == MORE_ENDPOINTS
+    assert rows["controller_cluster"] == []
+
+
 def _fold_both(tmp_path, entries) -> dict:
     from tests.projections.test_differential import write_log
 
@@ -453,6 +619,14 @@ def _fold_both(tmp_path, entries) -> dict:
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(entries=controller_logs.filter(lambda e: len(_kinds(e)) >= 6))
 def test_controller_all_tables_spark_equals_python(tmp_path, spark_session, entries):
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["controller"]))
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(entries=cluster_logs.filter(lambda e: {"BrokerFenced", "BrokerUnfenced", "ControllerElected", "PartitionChanged"} <= _kinds(e)))
+def test_cluster_tables_spark_equals_python(tmp_path, spark_session, entries):
     assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["controller"]))
 
 
