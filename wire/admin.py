@@ -21,7 +21,6 @@ from wire.authz import Authorizer, allowed
 from wire.backend import Backend, TopicSpec
 from wire.cluster_view import NO_LEADER, PartitionState
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
-from wire.listeners import endpoint_for
 from wire.protocol import DecodedRequest
 
 __all__ = [
@@ -202,9 +201,18 @@ def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None
         err, msg = ErrorCode.coordinator_not_available, "transactions are not supported"
     else:
         err, msg = ErrorCode.invalid_request, f"unknown coordinator key type {key_type}"
-    ep_host, ep_port = endpoint_for(backend, listener)
-    node, host, port = (i32(backend.node_id), ep_host, i32(ep_port)) if ok else (i32(-1), "", i32(-1))
     keys = tuple(body.coordinator_keys) if req.api_version >= 4 else (body.key,)
+
+    def located(key: str) -> tuple[Any, Any, str, Any, str | None]:
+        """``(error, node, host, port, message)`` for one key: its group's coordinator (a SHARE
+        key ``group:topicId:partition`` is its group's); COORDINATOR_NOT_AVAILABLE with no live node."""
+        if not ok:
+            return err, i32(-1), "", i32(-1), msg
+        where = backend.coordinator(key.split(":", 1)[0] if key_type == COORDINATOR_SHARE else key, listener)
+        if where is None:
+            return ErrorCode.coordinator_not_available, i32(-1), "", i32(-1), "no live node"
+        return ErrorCode.none, i32(where[0]), where[1], i32(where[2]), None
+
     denied = {k: e for k in keys if (e := _coordinator_denied(authorizer, key_type, k, req.api_version)) is not None}
     if key_type == COORDINATOR_SHARE and req.api_version >= 6 and not allowed(authorizer, "CLUSTER_ACTION", "CLUSTER", CLUSTER_NAME):
         denied = dict.fromkeys(keys, ErrorCode.cluster_authorization_failed)
@@ -212,14 +220,16 @@ def find_coordinator(req: DecodedRequest, backend: Backend, listener: str | None
         coords = tuple(
             nested(cls, "Coordinator", key=k, node_id=i32(-1), host="", port=i32(-1), error_code=denied[k], error_message=_whole_request_message(denied[k]))
             if k in denied
-            else nested(cls, "Coordinator", key=k, node_id=node, host=host, port=port, error_code=err, error_message=msg)
+            else nested(cls, "Coordinator", key=k, node_id=loc[1], host=loc[2], port=loc[3], error_code=loc[0], error_message=loc[4])
             for k in keys
+            for loc in (located(k),)
         )
         return build(cls, throttle_time=NO_THROTTLE, coordinators=coords)
     if keys[0] in denied:
         e = denied[keys[0]]
         return build(cls, throttle_time=NO_THROTTLE, error_code=e, error_message=_COORDINATOR_MESSAGES[e], node_id=i32(-1), host="", port=i32(-1))
-    return build(cls, throttle_time=NO_THROTTLE, error_code=err, error_message=msg, node_id=node, host=host, port=port)
+    e, node, host, port, m = located(keys[0])
+    return build(cls, throttle_time=NO_THROTTLE, error_code=e, error_message=m, node_id=node, host=host, port=port)
 
 
 def _coordinator_denied(authorizer: Authorizer | None, key_type: int, key: str, version: int) -> ErrorCode | None:

@@ -286,7 +286,7 @@ class AuthorizingBackend:
             # the cluster (issue 15): Metadata/DescribeCluster show every live broker to every
             # client, as Kafka does; the controller RPCs are checked for CLUSTER_ACTION on the
             # cluster by their handlers (wire/cluster_api.py) before they reach these
-            "metadata_brokers", "controller_id", "register_broker", "broker_heartbeat", "alter_partition", "allocate_producer_ids_for",
+            "metadata_brokers", "controller_id", "coordinator", "register_broker", "broker_heartbeat", "alter_partition", "allocate_producer_ids_for",
         }
     )
     #: ``inner``'s data attributes the handlers read (this broker's identity and endpoints); no

@@ -178,6 +178,9 @@ class Backend(Protocol):
     def controller_id(self) -> int:
         """The active controller's node id (-1: none)."""
 
+    def coordinator(self, group_id: str, listener: str | None) -> tuple[int, str, int] | None:
+        """``(node_id, host, port)`` of ``group_id``'s coordinator on ``listener``; ``None`` if no node is live."""
+
     # -- control plane ------------------------------------------------------------------------
     def topics(self, names: Sequence[str] | None = None) -> list[TopicInfo]:
         """Known topics (all when ``names`` is None; unknown names are left out)."""

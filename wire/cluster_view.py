@@ -11,13 +11,29 @@ controller's stream on the shared PostgreSQL log (:mod:`wire.cluster`).
 from __future__ import annotations
 
 import threading
+import zlib
 from dataclasses import dataclass
 from typing import Callable, Iterable, Protocol
 
-__all__ = ["ClusterView", "PartitionState", "StaticClusterView", "NO_LEADER"]
+__all__ = ["ClusterView", "PartitionState", "StaticClusterView", "NO_LEADER", "coordinator_node"]
 
 #: Kafka's "no leader" broker id (``LeaderAndIsr.NO_LEADER``)
 NO_LEADER = -1
+
+
+def coordinator_node(group_id: str, live: Iterable[int]) -> int:
+    """The node that coordinates ``group_id`` (consumer, classic and share groups) among the
+    ``live`` broker ids, ``NO_LEADER`` when there is none: rendezvous hashing (the live node with
+    the highest CRC-32 of ``"<group>/<node>"``), so a node's failure moves only its own groups and
+    every node computes the same answer from the same image. Kafka instead places a group on the
+    leader of ``__consumer_offsets`` partition ``abs(hash(group)) % 50``; Shoal keeps group state in
+    the shared event log, not in a replicated topic, so only the placement rule is needed."""
+    best, best_score = NO_LEADER, -1
+    for node in live:
+        score = zlib.crc32(f"{group_id}/{node}".encode())
+        if score > best_score or (score == best_score and node < best):
+            best, best_score = node, score
+    return best
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from actors.base import event_log_for
 from actors.consumer import messages as m
@@ -60,6 +60,9 @@ class ConsumerGroupClient:
         self.timeout_s = float(cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
         self._lock = threading.Lock()
         self._children: dict[str, Any] = {}
+        #: ``is_coordinator(group) -> bool``: whether this node coordinates the group (a cluster
+        #: places each group on one node, ``ShoalBackend.is_coordinator``); others answer NOT_COORDINATOR
+        self.is_coordinator: Callable[[str], bool] = lambda _group: True
 
     # ------------------------------------------------------------------ plumbing
 
@@ -76,7 +79,12 @@ class ConsumerGroupClient:
         return r.address
 
     def _ask(self, group: str, msg: Any, timeout_s: float | None = None) -> tuple[str | None, Any]:
-        """``(error, reply)``: error ``None`` with the actor's reply, else a Kafka error name."""
+        """``(error, reply)``: error ``None`` with the actor's reply, else a Kafka error name
+        (NOT_COORDINATOR when another node of the cluster coordinates ``group``)."""
+        if not self.is_coordinator(group):
+            with self._lock:
+                self._children.pop(group, None)
+            return "NOT_COORDINATOR", None
         try:
             r = self.gateway.ask(self._actor(group), msg, timeout_s or self.timeout_s)
         except ActorTimeout as exc:

@@ -50,7 +50,7 @@ from actors.controller.messages import BrokerHeartbeatReply, BrokerHeartbeatRequ
 from actors.controller.state import PartitionResult
 from events.controller import BrokerEndpoint
 from wire.cluster import BrokerLifecycle, ClusterMetadata, RpcError
-from wire.cluster_view import StaticClusterView
+from wire.cluster_view import StaticClusterView, coordinator_node
 from wire.dispatch import API_NAMES, CLUSTER_APIS, SUPPORTED, KafkaDispatcher
 from wire.entities import error_name
 from wire.gateway import ActorGateway
@@ -111,6 +111,23 @@ class ShoalBackend:
             return self.cluster.metadata_brokers(listener)
         host, port = endpoint_for(self, listener)
         return [(self.node_id, host, port, None)]
+
+    def coordinator(self, group_id: str, listener: str | None) -> tuple[int, str, int] | None:
+        """``(node_id, host, port)`` of the node coordinating ``group_id`` on ``listener``
+        (FindCoordinator; :func:`wire.cluster_view.coordinator_node` over the live nodes of a
+        cluster, this node otherwise); ``None`` when no node is live."""
+        if not self.clustered:
+            host, port = endpoint_for(self, listener)
+            return self.node_id, host, port
+        node = coordinator_node(group_id, self.cluster.live_brokers())
+        reg = self.cluster.registration(node)
+        ep = (reg.endpoint(listener) or reg.endpoint()) if reg is not None else None
+        return (node, ep.host, ep.port) if ep is not None else None
+
+    def is_coordinator(self, group_id: str) -> bool:
+        """Whether this node coordinates ``group_id`` (always, on a single node). Group requests
+        for a group this node does not coordinate are answered NOT_COORDINATOR."""
+        return not self.clustered or coordinator_node(group_id, self.cluster.live_brokers()) == self.node_id
 
     def controller_id(self) -> int:
         """The active controller's node id (-1 while a cluster has none)."""
@@ -554,6 +571,7 @@ class Daemon:
                     raise ConfigError("shoal.cluster.enable=true needs a PostgreSQL event.log.url: the nodes of a cluster share one event log")
                 self.cluster = ClusterMetadata(self.cfg, self.backend.node_id, event_log_for(self.cfg)).start()
                 self.backend.cluster, self.backend.clustered = self.cluster, True
+                consumers.is_coordinator = shares.is_coordinator = self.backend.is_coordinator
                 if self.cluster_view is None:
                     self.logs.use_cluster(self.cluster)  # the data plane follows the image
             dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer, clustered)

@@ -47,7 +47,7 @@ import math
 import threading
 import time
 import uuid
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from actors.share.messages import AlterShareGroupOffsets
 from actors.share.messages import DeleteShareGroupOffsets
@@ -118,6 +118,8 @@ class ShareClient:
         self.cfg = cfg
         #: one type per group id (:class:`wire.group_types.GroupTypes`)
         self.group_types = GroupTypes(cfg)
+        #: ``is_coordinator(group) -> bool`` (see :class:`wire.consumer_client.ConsumerGroupClient`)
+        self.is_coordinator: Callable[[str], bool] = lambda _group: True
         self._lock = threading.Lock()
         self._session_parts: dict[tuple[str, str], set[tuple[str, int]]] = {}
         self._next: dict[tuple[str, str, int], int] = {}
@@ -133,6 +135,8 @@ class ShareClient:
 
     # ------------------------------------------------------------------ plumbing
     def _actor(self, group: str, create: bool) -> Any:
+        if not self.is_coordinator(group):
+            raise GroupRefused("NOT_COORDINATOR", f"node does not coordinate group {group}")
         return self.controller.share_group_actor(group, create=create)
 
     def _ask(self, group: str, msg: Any, create: bool = True) -> Any:
