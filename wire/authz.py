@@ -284,9 +284,9 @@ class AuthorizingBackend:
         {
             "data_version", "wait_for_data", "status", "tiered_segments", "scram_credential",
             # the cluster (issue 15): Metadata/DescribeCluster show every live broker to every
-            # client, as Kafka does; the controller RPCs are checked for CLUSTER_ACTION on the
-            # cluster by their handlers (wire/cluster_api.py) before they reach these
-            "metadata_brokers", "controller_id", "coordinator", "register_broker", "broker_heartbeat", "alter_partition", "allocate_producer_ids_for",
+            # client, as Kafka does; the controller RPCs are checked for CLUSTER_ACTION (and
+            # ElectLeaders for ALTER) on the cluster by their handlers (wire/cluster_api.py)
+            "metadata_brokers", "controller_id", "coordinator", "register_broker", "broker_heartbeat", "alter_partition", "allocate_producer_ids_for", "elect_leaders",
         }
     )
     #: ``inner``'s data attributes the handlers read (this broker's identity and endpoints); no

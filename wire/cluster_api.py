@@ -23,7 +23,7 @@ from wire.backend import Backend
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
 from wire.protocol import DecodedRequest
 
-__all__ = ["allocate_producer_ids", "alter_partition", "broker_heartbeat", "broker_registration", "describe_cluster", "SECURITY_PROTOCOL_NAMES"]
+__all__ = ["elect_leaders", "allocate_producer_ids", "alter_partition", "broker_heartbeat", "broker_registration", "describe_cluster", "SECURITY_PROTOCOL_NAMES"]
 
 #: Kafka's ``SecurityProtocol`` id → name
 SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
@@ -134,4 +134,43 @@ def describe_cluster(req: DecodedRequest, backend: Backend, listener: str | None
         controller_id=i32(backend.controller_id()),
         brokers=brokers,
         cluster_authorized_operations=ops,
+    )
+
+
+#: ElectLeaders' ``election_type`` (KIP-460): 0 preferred, 1 unclean
+ELECTION_TYPES = {0: "preferred", 1: "unclean"}
+
+
+def elect_leaders(req: DecodedRequest, backend: Backend, authorizer: Any = None) -> Any:
+    """ElectLeaders (v0–2, KIP-183/KIP-460) → the active controller elects (preferred: the first
+    replica if it is alive and in the ISR; unclean: any live replica when no ISR member is).
+    Per partition ELECTION_NOT_NEEDED, PREFERRED_LEADER_NOT_AVAILABLE,
+    ELIGIBLE_LEADERS_NOT_AVAILABLE or UNKNOWN_TOPIC_OR_PARTITION; with ``topic_partitions`` null
+    every partition is considered and only those whose leader changed are listed (KIP-460).
+    Needs ALTER on the cluster (``KafkaApis.handleElectLeaders``), else every partition answers
+    CLUSTER_AUTHORIZATION_FAILED; another node than the active controller answers NOT_CONTROLLER."""
+    cls = response_class(43, req.api_version)
+    b = req.body
+    election = ELECTION_TYPES.get(int(getattr(b, "election_type", 0)))
+    wanted = None if b.topic_partitions is None else [(t.topic, int(p)) for t in b.topic_partitions for p in t.partitions]
+    if election is None:
+        results = [(t, p, "INVALID_REQUEST", "unknown election type") for t, p in wanted or ()]
+        top = None
+    elif not allowed(authorizer, "ALTER", "CLUSTER", CLUSTER_NAME):
+        results = [(t, p, "CLUSTER_AUTHORIZATION_FAILED", None) for t, p in wanted or ()]
+        top = "CLUSTER_AUTHORIZATION_FAILED"
+    else:
+        top, results = backend.elect_leaders(wanted, election)
+        if wanted is None:
+            results = [r for r in results if r[2] == "NONE"]
+    by_topic: dict[str, list[Any]] = {}
+    for topic, partition, err, msg in results:
+        by_topic.setdefault(topic, []).append(
+            nested(cls, "PartitionResult", partition_id=i32(partition), error_code=error_code(None if err == "NONE" else err), error_message=msg)
+        )
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(top),
+        replica_election_results=tuple(nested(cls, "ReplicaElectionResult", topic=t, partition_result=tuple(ps)) for t, ps in by_topic.items()),
     )

@@ -38,6 +38,7 @@ from actors.controller.messages import (
     BrokerRegistrationRequest,
     ClaimControllerRequest,
     ClusterStatus,
+    ElectLeadersRequest,
     PartitionResults,
     AclsReply,
     AclsRequest,
@@ -169,6 +170,14 @@ class ControllerClient:
             return r.results[0]
         err, msg = self._error_of(r)
         return PartitionResult(topic, partition, err or "UNKNOWN_SERVER_ERROR", msg)
+
+    def elect_leaders(self, partitions: list[tuple[str, int]] | None, election: str) -> tuple[str | None, list[PartitionResult]]:
+        """ElectLeaders → ``(top-level error, per-partition results)``; a refused request (not
+        the active controller, a timeout) is a top-level error with no results."""
+        r = self._ask_or_error(ElectLeadersRequest(partitions, election))
+        if isinstance(r, PartitionResults):
+            return None, list(r.results)
+        return self._error_of(r)[0], []
 
     def _ask_or_error(self, msg: Any) -> Any:
         try:

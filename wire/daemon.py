@@ -145,6 +145,11 @@ class ShoalBackend:
         """AlterPartition through this node's controller."""
         return self.controller.alter_partition(topic, partition, broker_id, leader_epoch, partition_epoch, isr)
 
+    def elect_leaders(self, partitions: list[tuple[str, int]] | None, election: str) -> tuple[str | None, list[tuple[str, int, str, str | None]]]:
+        """ElectLeaders through this node's controller → ``(error, [(topic, partition, error, message)])``."""
+        err, results = self.controller.elect_leaders(partitions, election)
+        return err, [(r.topic, r.partition, r.error, r.message) for r in results]
+
     def allocate_producer_ids_for(self, broker_id: int) -> tuple[str | None, int, int]:
         """AllocateProducerIds for ``broker_id`` from this node's controller → ``(error, first, size)``."""
         try:

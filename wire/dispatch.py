@@ -80,6 +80,7 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     68: (0, 1),  # ConsumerGroupHeartbeat
     69: (0, 1),  # ConsumerGroupDescribe (v1: member type)
     60: (0, 1),  # DescribeCluster (wire/cluster_api.py)
+    43: (0, 2),  # ElectLeaders (KIP-460 election types)
 }
 
 #: Kafka's controller RPCs between the nodes of a cluster (wire/cluster_api.py), served only by
@@ -95,6 +96,7 @@ API_NAMES = {
     0: "Produce",
     56: "AlterPartition",
     60: "DescribeCluster",
+    43: "ElectLeaders",
     62: "BrokerRegistration",
     63: "BrokerHeartbeat",
     67: "AllocateProducerIds",
@@ -224,6 +226,7 @@ class KafkaDispatcher(Dispatcher):
             # the cluster (issue 15)
             60: lambda r, c: cluster_api.describe_cluster(r, backend, getattr(c, "listener", None), self.authorizer),
             56: lambda r, c: cluster_api.alter_partition(r, backend, self.authorizer),
+            43: lambda r, c: cluster_api.elect_leaders(r, backend, self.authorizer),
             62: lambda r, c: cluster_api.broker_registration(r, backend, self.authorizer),
             63: lambda r, c: cluster_api.broker_heartbeat(r, backend, self.authorizer),
             67: lambda r, c: cluster_api.allocate_producer_ids(r, backend, self.authorizer),
