@@ -39,6 +39,7 @@ process crash — for speed). PostgreSQL commits are durable with the server's d
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import threading
 import time
@@ -59,6 +60,7 @@ __all__ = [
     "ANY",
     "NO_STREAM",
     "AppendRequest",
+    "Lease",
     "AppendResult",
     "ConcurrencyError",
     "EventLog",
@@ -103,6 +105,36 @@ snapshots_table = sa.Table(
     sa.Column("state", sa.LargeBinary(), nullable=False),
 )
 
+
+
+class Lease:
+    """An exclusive lease taken by :meth:`EventLog.acquire_lease` (``conn`` ``None``: SQLite's
+    always-held one). :meth:`alive` checks the holding connection; :meth:`release` gives the
+    lease up (idempotent)."""
+
+    def __init__(self, conn: Any, key: int) -> None:
+        self._conn = conn
+        self._key = key
+
+    def alive(self) -> bool:
+        """True while the lease is held: its connection still answers (a lost connection has
+        lost the lock with it)."""
+        if self._conn is None:
+            return self._key == 0
+        try:
+            self._conn.execute("SELECT 1").fetchone()
+            return True
+        except Exception:
+            return False
+
+    def release(self) -> None:
+        """Give the lease up and close its connection."""
+        conn, self._conn, self._key = self._conn, None, -1
+        if conn is not None:
+            try:
+                conn.close()  # the session ends: PostgreSQL drops its advisory locks
+            except Exception:
+                pass
 
 class EventLogError(RuntimeError):
     """Base of the event log's errors."""
@@ -726,6 +758,36 @@ class EventLog:
             q = q.where(t.stream_version < below_version)
         with self.engine.begin() as conn:
             return conn.execute(q).rowcount
+
+    def acquire_lease(self, name: str) -> "Lease | None":
+        """Take the exclusive lease ``name`` for this process, or ``None`` if another session
+        holds it. On PostgreSQL a session-level advisory lock (``pg_try_advisory_lock``) on a
+        connection of its own, detached from the pool: the database releases it when the holder
+        releases it, closes the connection, or dies (the server sees the socket close), so the
+        lease is as alive as its holder's link to the log. On SQLite (one node, one writer
+        process group) the lease is always granted. The cluster's active controller holds
+        ``"controller"`` (``actors/controller/actor.py``)."""
+        if self.dialect != "postgresql":
+            return Lease(None, 0)
+        key = int.from_bytes(hashlib.blake2b(f"shoal:{name}".encode(), digest_size=8).digest(), "big", signed=True)
+        raw = self.engine.raw_connection()
+        raw.detach()
+        conn = raw.dbapi_connection
+        conn.autocommit = True
+        try:
+            # a holder whose host vanishes (not just its process) is noticed within ~10 s, not
+            # after the kernel's two-hour keepalive default
+            conn.execute("SET tcp_keepalives_idle = 5")
+            conn.execute("SET tcp_keepalives_interval = 2")
+            conn.execute("SET tcp_keepalives_count = 3")
+            got = bool(conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0])
+        except Exception:
+            conn.close()
+            raise
+        if not got:
+            conn.close()
+            return None
+        return Lease(conn, key)
 
     def checkpoint(self) -> tuple[int, int, int] | None:
         """SQLite: run a PASSIVE WAL checkpoint (copy what committed frames it can into the

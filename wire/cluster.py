@@ -162,6 +162,7 @@ class ClusterMetadata:
         self._thread: threading.Thread | None = None
         self._channels: dict[tuple[str, int], BrokerChannel] = {}
         self._chan_lock = threading.Lock()
+        self._fold_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> "ClusterMetadata":
@@ -193,19 +194,21 @@ class ClusterMetadata:
 
     def poll(self) -> int:
         """Fold whatever the stream has beyond the image; returns the folded stream version and
-        tells subscribers which partitions changed."""
-        st = self._state
-        if self._elog.stream_version(STREAM_ID) <= st.version:
+        tells subscribers which partitions changed. Callers in several threads are serialised
+        (the follow thread and the lifecycle after a claim), so no event is folded twice."""
+        with self._fold_lock:
+            st = self._state
+            if self._elog.stream_version(STREAM_ID) <= st.version:
+                return st.version
+            while True:
+                batch = self._elog.read_stream(STREAM_ID, from_version=st.version + 1, limit=1000)
+                if not batch:
+                    break
+                for rec in batch:
+                    apply(st, rec.decode())
+                    st.version = rec.stream_version
+            self._publish()
             return st.version
-        while True:
-            batch = self._elog.read_stream(STREAM_ID, from_version=st.version + 1, limit=1000)
-            if not batch:
-                break
-            for rec in batch:
-                apply(st, rec.decode())
-                st.version = rec.stream_version
-        self._publish()
-        return st.version
 
     def _publish(self) -> None:
         st = self._state
@@ -380,6 +383,7 @@ class BrokerLifecycle:
         self._stop = threading.Event()
         self._unfenced = threading.Event()
         self._thread: threading.Thread | None = None
+        self._channels: dict[tuple[str, int], BrokerChannel] = {}
         own = next((e for e in self.endpoints if e.security_protocol == "PLAINTEXT"), None)
         if own is None:
             raise ValueError("a cluster node needs a PLAINTEXT listener for inter-broker traffic")
@@ -404,14 +408,26 @@ class BrokerLifecycle:
         if controlled and self.broker_epoch >= 0:
             try:
                 self._heartbeat(want_fence=True)
+                # until the image shows this node fenced, it still leads its partitions here
+                self.metadata.poll()
+                self.metadata.wait_for(lambda m: (r := m.registration(self.node_id)) is None or r.fenced, 2.0)
             except Exception as exc:
                 log.info("controlled shutdown heartbeat failed: %s", exc)
+        for ch in self._channels.values():
+            ch.close()
 
     # -- the loop ------------------------------------------------------------------------------
     def _controller_channel(self, ctrl: int) -> BrokerChannel | None:
-        if ctrl == self.node_id:
-            return self.metadata.channel_to(self._own)
-        return self.metadata.channel(ctrl)
+        """The lifecycle's own channel to the controller's node (never shared with AlterPartition
+        or AllocateProducerIds, so a slow request never delays a heartbeat), with a timeout of
+        half a session, so that a hung controller counts as unreachable in time."""
+        ep = self._own if ctrl == self.node_id else self.metadata.broker_endpoint(ctrl)
+        if ep is None:
+            return None
+        ch = self._channels.get(ep)
+        if ch is None:
+            ch = self._channels[ep] = BrokerChannel(ep[0], ep[1], f"shoal-node-{self.node_id}-lifecycle", max(100, self.session_ms // 2))
+        return ch
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -428,6 +444,14 @@ class BrokerLifecycle:
         now = _now_ms()
         if epoch != self._contact_epoch:
             self._contact_epoch, self._contact_ms = epoch, now  # a new controller: a fresh session to reach it
+        reg = self.metadata.registration(ctrl) if ctrl != NO_CONTROLLER else None
+        if ctrl != NO_CONTROLLER and ctrl != self.node_id and reg is not None and reg.fenced:
+            # the controller's own node is fenced (a controlled shutdown, or its broker died):
+            # take over as soon as its lease is free
+            if self._claim(epoch, ()) is None:
+                log.warning("node %d took the controller role over from fenced node %d", self.node_id, ctrl)
+            self.metadata.poll()
+            ctrl, epoch = self.metadata.controller()
         if ctrl == NO_CONTROLLER:
             err = self._claim(epoch, ())
             log.info("node %d claimed the controller role over epoch %d: %s", self.node_id, epoch, err or "won")
@@ -442,9 +466,13 @@ class BrokerLifecycle:
         except RpcError as exc:
             silent = _now_ms() - self._contact_ms
             log.info("controller %d unreachable for %d ms: %s", ctrl, silent, exc)
-            if silent >= self.session_ms and ctrl != self.node_id:
-                err = self._claim(epoch, (ctrl,))
-                log.warning("node %d claimed the controller role from unreachable node %d: %s", self.node_id, ctrl, err or "won")
+            if ctrl != self.node_id:
+                # The claim succeeds only if the controller's process has let its lease go (it
+                # died, or its database connection did): a live controller that only this node
+                # cannot reach keeps the role. Fence it only after a whole silent session.
+                err = self._claim(epoch, (ctrl,) if silent >= self.session_ms else ())
+                if err is None:
+                    log.warning("node %d took the controller role over from unreachable node %d", self.node_id, ctrl)
                 self.metadata.poll()
 
     def _registered_elsewhere(self) -> bool:

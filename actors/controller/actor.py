@@ -207,6 +207,9 @@ class ControllerActor(EventSourcedActor):
         self._cluster = False
         self._active = True
         self._heartbeats = cl.HeartbeatTracker()
+        #: the controller lease (EventLog.acquire_lease), held while this node is active
+        self._lease: Any = None
+        self._lease_checked = 0.0
         self._session_timeout_ms = 9000
         self._follow_ms = 100
 
@@ -270,7 +273,7 @@ class ControllerActor(EventSourcedActor):
 
         if self._cluster:
             self.wakeupAfter(timedelta(milliseconds=self._follow_ms), payload=_FOLLOW)
-            self._active = self.state.cluster.controller_id == self._node_id
+            self._active = self.state.cluster.controller_id == self._node_id and self._take_lease()
             if not self._active:
                 ready()  # a standby: writes wait until it is elected (ClaimControllerRequest)
                 return
@@ -537,7 +540,7 @@ class ControllerActor(EventSourcedActor):
                 t = ts.topic_by_id(canon)
                 out.append(topic_md(t) if t is not None else TopicMetadata("UNKNOWN_TOPIC_ID", None, tid, None, False, []))
         host, port = self._listener()
-        cluster_id = str(self._config.get("cluster.id", "shoal"))
+        cluster_id = str(self._config.get("cluster.id") or "shoal-cluster")
         return MetadataReply(cluster_id, self._node_id, [(b, host, port, None) for b in ts.brokers], out)
 
     def _listener(self) -> tuple[str, int]:
@@ -649,6 +652,29 @@ class ControllerActor(EventSourcedActor):
             log.warning("controller: node %s claimed the controller role (epoch %d); node %s steps down",
                         self.state.cluster.controller_id, self.state.cluster.controller_epoch, self._node_id)
             self._active = False
+            self._drop_lease()
+
+    def _take_lease(self) -> bool:
+        """Hold the ``controller`` lease of the shared log (a PostgreSQL advisory lock the
+        database drops when this process or its connection dies). Only its holder may act as the
+        active controller, so a live controller that a peer merely cannot reach is never replaced:
+        the database, the cluster's quorum, decides liveness."""
+        if self._lease is None:
+            self._lease = self.event_log.acquire_lease("controller")
+        return self._lease is not None
+
+    def _lease_alive(self) -> bool:
+        """Whether the lease is still held, checked at most once a second."""
+        now = time.monotonic()
+        if now - self._lease_checked < 1.0:
+            return True
+        self._lease_checked = now
+        return self._lease is not None and self._lease.alive()
+
+    def _drop_lease(self) -> None:
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
     def _cluster_status(self, error: str | None = None) -> ClusterStatus:
         assert self.state is not None
@@ -673,9 +699,13 @@ class ControllerActor(EventSourcedActor):
         if self._active:
             self.send(sender, self._cluster_status())
             return
+        if not self._take_lease():  # the active controller's process still holds it: it is alive
+            self.send(sender, self._cluster_status("NOT_CONTROLLER"))
+            return
 
         def won(d: Decision | fr.Rejected, _changes: Any) -> ClusterStatus:
             if isinstance(d, fr.Rejected):
+                self._drop_lease()
                 return self._cluster_status(d.kafka_error)
             self._active = True
             self._heartbeats.reset(self.state.cluster.live(), _now_ms())
@@ -683,8 +713,11 @@ class ControllerActor(EventSourcedActor):
             self._run_in_order(self._startup_commands())
             return self._cluster_status()
 
-        self._execute(cl.ClaimController(self._node_id, msg.seen_epoch, tuple(msg.fence)), sender, won,
-                      on_failure=lambda f: self.send(sender, self._cluster_status(f.error)))
+        def lost(f: Failure) -> None:
+            self._drop_lease()
+            self.send(sender, self._cluster_status(f.error))
+
+        self._execute(cl.ClaimController(self._node_id, msg.seen_epoch, tuple(msg.fence)), sender, won, on_failure=lost)
 
     def receiveMsg_BrokerRegistrationRequest(self, msg: BrokerRegistrationRequest, sender: Any) -> None:
         """BrokerRegistration → :class:`BrokerRegistrationReply` (:class:`cl.RegisterBroker`)."""
@@ -709,6 +742,8 @@ class ControllerActor(EventSourcedActor):
         """BrokerHeartbeat → :class:`BrokerHeartbeatReply` (:class:`cl.BrokerHeartbeat`); renews
         the broker's session."""
         now = _now_ms()
+        if self._cluster:
+            self._follow()  # a deposed controller must not answer from its old state (it steps down here)
 
         def reply(d: Decision | fr.Rejected, _changes: Any) -> BrokerHeartbeatReply:
             if isinstance(d, fr.Rejected):
@@ -727,6 +762,10 @@ class ControllerActor(EventSourcedActor):
             self._follow()
         except Exception:
             log.exception("controller: reading the controller stream failed; retrying")
+        if self._active and not self._lease_alive():
+            log.error("controller: node %d lost its controller lease (its database connection); stepping down", self._node_id)
+            self._active = False
+            self._drop_lease()
         if self._active:
             expired = self._heartbeats.expired(self.state.cluster.live(), _now_ms(), self._session_timeout_ms)
             if expired:
@@ -942,8 +981,10 @@ class ControllerActor(EventSourcedActor):
             self.send(rec.address, ActorExitRequest())
 
     def on_exit(self) -> None:
-        """Snapshot unsaved state before the controller exits (its children exit with it)."""
+        """Snapshot unsaved state before the controller exits (its children exit with it) and
+        give the controller lease up, so that another node can take over at once."""
         self._exiting = True
+        self._drop_lease()
         if self._ready and self.state is not None and self._events_since_snapshot:
             try:
                 self.save_snapshot()

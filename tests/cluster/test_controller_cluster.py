@@ -1,6 +1,7 @@
 """The cluster's metadata (issue 15): the pure rules of registration, heartbeats, fencing and the
 active controller (actors/controller/cluster.py, state.py), two ControllerActors sharing one
-PostgreSQL log (one active, fenced appends, the deposed one steps down), and group placement."""
+PostgreSQL log (one active holding the controller lease, fenced appends, the deposed one steps
+down), and group placement."""
 
 from __future__ import annotations
 
@@ -186,6 +187,16 @@ def test_two_controllers_one_active_the_other_follows_and_a_deposed_one_steps_do
     dumped = asys.ask(c2, M.StateDumpRequest(), T).state
     assert "t" in dumped["topics"]["topics"] and [b["fenced"] for b in dumped["cluster"]["brokers"]] == [False, False, False]
 
+    # c1 is alive and holds the controller lease: a peer that cannot reach it still cannot take over
+    held = asys.ask(c2, M.ClaimControllerRequest(1, (1,)), T)
+    assert not held.active and held.error == "NOT_CONTROLLER" and held.controller_id == 1
+    # c1's database session dies (as when its process is killed): the lease goes with it
+    import psycopg
+
+    dbname = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(f"host=127.0.0.1 port=5432 dbname={dbname} user=postgres", autocommit=True) as conn:
+        killed = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchall()
+    assert killed == [(True,)]
     won = asys.ask(c2, M.ClaimControllerRequest(1, (1,)), T)
     assert won.active and won.controller_id == 2 and won.controller_epoch == 2
     late = asys.ask(c1, M.CreateTopicsRequest([tp.CreatableTopic("late", 1, 1)]), T)  # its append is fenced

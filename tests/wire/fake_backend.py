@@ -40,6 +40,10 @@ class FakeBackend:
     def controller_id(self) -> int:
         return self.node_id
 
+    def coordinator(self, group_id, listener):
+        host, port = endpoint_for(self, listener)
+        return self.node_id, host, port
+
     def __init__(self) -> None:
         self._topics: dict[str, TopicInfo] = {}
         self._logs: dict[tuple[str, int], list[tuple[int, int, bytes]]] = {}
