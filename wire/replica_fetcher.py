@@ -355,9 +355,24 @@ class ReplicaFetcherThread:
                             log.warning("corrupt batch from %d for %s-%d: %s", self.source, key[0], key[1], exc)
                             self._backoff(key, st)
                             continue
-                        except OffsetOutOfRangeError as exc:  # pragma: no cover - guarded above
-                            log.warning("follower append %s-%d: %s", key[0], key[1], exc)
-                            continue
+                        except OffsetOutOfRangeError as exc:
+                            # the first batch starts below our log end: the leader's log starts
+                            # inside that batch (DeleteRecords) and ours was restarted at that
+                            # offset. Kafka (UnexpectedAppendOffsetException) restarts the log at
+                            # the batch's base offset and appends again.
+                            base = next(rb.iter_batches(data, verify_crc=False)).base_offset
+                            log.warning("follower append %s-%d: %s; restarting the log at %d", key[0], key[1], exc, base)
+                            if base >= lg.log_end_offset or lg.log_start_offset > base:
+                                lg.truncate_fully_and_start_at(base, _now_ms())
+                                try:
+                                    lg.append_as_follower(data, _now_ms())
+                                except (OffsetOutOfRangeError, rb.CorruptRecordError) as again:
+                                    log.warning("follower append %s-%d after the restart: %s", key[0], key[1], again)
+                                    self._backoff(key, st)
+                                    continue
+                            else:
+                                self._backoff(key, st)
+                                continue
                 leader_lso = int(r.log_start_offset)
                 lg.update_high_watermark(min(int(r.high_watermark), lg.log_end_offset))
                 if leader_lso > lg.log_start_offset:

@@ -50,6 +50,8 @@ Key = tuple[str, int]
 #: AlterPartition errors after which the change stays pending until new metadata arrives
 #: (reference kafka-replication.md §6.5, #43); other errors are forgotten so a later fetch or
 #: shrink check proposes the change again.
+#: AlterPartition answers that say nothing about whether the change was committed: resubmitted
+_RESUBMIT = frozenset({"REQUEST_TIMED_OUT", "UNKNOWN_SERVER_ERROR", "NOT_CONTROLLER", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"})
 _STAY_PENDING = frozenset({"UNKNOWN_TOPIC_OR_PARTITION", "UNKNOWN_TOPIC_ID", "FENCED_LEADER_EPOCH", "INVALID_UPDATE_VERSION", "INVALID_REQUEST", "NEW_LEADER_ELECTED"})
 
 
@@ -115,7 +117,9 @@ class ReplicaManager:
                 self._cond.notify_all()  # pending produces complete with NOT_LEADER_OR_FOLLOWER
             return ("UNKNOWN_TOPIC_OR_PARTITION" if ps is None else "NOT_LEADER_OR_FOLLOWER"), None
         if cur is not None and cur.state.leadership.leader_epoch == ps.leader_epoch:
-            if cur.state.leadership.partition_epoch != ps.partition_epoch:
+            # only a newer registration replaces ours: the image may lag an ISR change the
+            # controller already answered (Kafka's makeLeader skips stale partition epochs)
+            if cur.state.leadership.partition_epoch < ps.partition_epoch:
                 st = cur.state
                 lead = _leadership(ps)
                 known = {r.broker_id for r in st.remotes}
@@ -283,6 +287,10 @@ class ReplicaManager:
             if err != "NONE":
                 return err, old.hw
             led.state = st
+            if proposal is not None and not set(proposal) - set(st.leadership.isr) <= set(self.view.live_brokers()) | {self.node_id}:
+                # a fenced follower is not ISR-eligible (Kafka isReplicaIsrEligible): don't propose it
+                led.state = st = replace(st, pending_isr=old.pending_isr)
+                proposal = None
             if proposal is not None:
                 if led.inflight:
                     led.state = replace(st, pending_isr=tuple(b for b in st.pending_isr if b in old.pending_isr))
@@ -329,6 +337,11 @@ class ReplicaManager:
             except Exception as exc:  # pragma: no cover - a view failure must not kill the sender
                 log.warning("AlterPartition %s-%d failed: %s", key[0], key[1], exc)
                 err, ps = "UNKNOWN_SERVER_ERROR", None
+            if err in _RESUBMIT and not self._stop.wait(0.2):
+                # the change may have been committed or not: keep it pending and send it again
+                # (reference §6.5; reverting could let the HW pass a member of the committed ISR)
+                self._alters.put(item)
+                continue
             self._alter_done(key, leader_epoch, partition_epoch, err, ps)
 
     def _alter_done(self, key: Key, leader_epoch: int, partition_epoch: int, err: str | None, ps: PartitionState | None) -> None:

@@ -55,8 +55,10 @@ class FakeClusterView:
         return self.endpoints.get(node_id)
 
     def live_brokers(self) -> tuple[int, ...]:
-        """Every node with an endpoint."""
-        return tuple(sorted(self.endpoints))
+        """:attr:`live` when a test set it (``None``: every node with an endpoint or a replica)."""
+        if getattr(self, "live", None) is not None:
+            return tuple(sorted(self.live))
+        return tuple(sorted(set(self.endpoints) | {r for st in self.states.values() for r in st.replicas}))
 
     def alter_partition(self, topic, partition, leader_epoch, partition_epoch, new_isr):
         """Record; commit with partition epoch + 1 when accepting and the epochs match."""

@@ -214,3 +214,29 @@ def test_a_recreated_topic_starts_from_its_new_log(node):
     r = reg.append("t", 0, _batch(1), acks=-1)
     assert (r.error, r.base_offset, r.required_offset) == (None, 0, -1)
     assert reg.replicas.state("t", 0).hw == 1
+
+
+def test_a_fenced_follower_is_not_proposed_for_the_isr(node):
+    """Kafka's isReplicaIsrEligible: a caught-up follower the controller fenced stays out."""
+    reg, view, _clock = node(isr=(1,), min_isr="1")
+    view.live = (1,)  # broker 2 is fenced
+    reg.append("t", 0, _batch(3), acks=1)
+    reg.read("t", 0, 3, 1 << 20, replica_id=2)
+    assert view.alters == []
+    view.live = (1, 2)  # unfenced: its next fetch proposes it
+    reg.read("t", 0, 3, 1 << 20, replica_id=2)
+    assert view.wait_alter(lambda a: a[4] == (1, 2))
+
+
+def test_a_lagging_image_does_not_roll_back_a_committed_isr(node):
+    """The controller answered AlterPartition (ISR (1, 2), partition epoch 1) before the image
+    shows it: a fetch that still sees the old registration keeps the committed one."""
+    reg, view, _clock = node(isr=(1,), min_isr="1")
+    reg.append("t", 0, _batch(3), acks=1)
+    stale = view.partition_state("t", 0)
+    reg.read("t", 0, 3, 1 << 20, replica_id=2)
+    assert _wait_state(reg, lambda st: st.isr == (1, 2) and st.leadership.partition_epoch == 1)
+    view.states[("t", 0)] = stale  # the image lags behind the answer
+    view.accept_alters = False
+    reg.read("t", 0, 3, 1 << 20, replica_id=2)
+    assert _wait_state(reg, lambda st: st.isr == (1, 2) and st.leadership.partition_epoch == 1)
