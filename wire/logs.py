@@ -186,6 +186,11 @@ class LogRegistry:
             return ProduceResult("INVALID_PRODUCER_EPOCH", message=str(exc))
         except OutOfOrderSequenceError as exc:
             return ProduceResult("OUT_OF_ORDER_SEQUENCE_NUMBER", message=str(exc))
+        now_state = self.cluster.partition_state(topic, partition)
+        if now_state is None or now_state.leader != self.cluster.node_id or now_state.leader_epoch != leader_epoch:
+            # leadership moved while the batch was appended: it may be truncated by the new
+            # leader, so it is not acknowledged (the client retries on the new leader)
+            return ProduceResult("NOT_LEADER_OR_FOLLOWER")
         if info.duplicate:
             res = ProduceResult(None, info.first_offset, -1, info.log_start_offset)
             hw = lg.high_watermark

@@ -110,9 +110,14 @@ class ReplicaFetcherThread:
         log_of: Callable[[str, int], PartitionLog],
         config: FetcherConfig,
         on_fenced: Callable[[Key, int], None] = lambda _k, _e: None,
+        follows: Callable[[Key, int], bool] = lambda _k, _e: True,
     ) -> None:
         self.node_id = node_id
         self.source = source
+        #: ``follows(key, leader_epoch)``: the metadata image still has ``source`` leading ``key``
+        #: at that epoch; checked right before an answer is appended, so a round in flight when
+        #: this node became leader (or the leader moved) writes nothing (Kafka's partitionMapLock)
+        self._follows = follows
         self._endpoint = endpoint
         self._log_of = log_of
         self.config = config
@@ -345,6 +350,8 @@ class ReplicaFetcherThread:
                 lg = self._log_of(*key)
                 if lg.log_end_offset != offsets[key]:
                     continue  # the log moved meanwhile (truncated): the next round refetches
+                if not self._follows(key, st.leader_epoch):
+                    continue  # the image moved on while the request was out: drop the answer
                 data = bytes(r.records or b"")
                 if data:
                     data = self._from(data, offsets[key])
@@ -463,7 +470,8 @@ class ReplicaFetcherManager:
                     if f is None:
                         leader = ps.leader
                         f = ReplicaFetcherThread(
-                            self.node_id, leader, lambda leader=leader: self.view.broker_endpoint(leader), self._log_of, self.config, self._fenced
+                            self.node_id, leader, lambda leader=leader: self.view.broker_endpoint(leader), self._log_of, self.config, self._fenced,
+                            lambda k, e, leader=leader: (ps := self.view.partition_state(*k)) is not None and ps.leader == leader and ps.leader_epoch == e
                         ).start()
                         self._fetchers[leader] = f
                     f.add(key, ps.leader_epoch)

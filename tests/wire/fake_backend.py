@@ -40,6 +40,9 @@ class FakeBackend:
     def controller_id(self) -> int:
         return self.node_id
 
+    def elect_leaders(self, partitions, election):
+        return None, [(t, p, "ELECTION_NOT_NEEDED", None) for t, p in partitions or []]
+
     def coordinator(self, group_id, listener):
         host, port = endpoint_for(self, listener)
         return self.node_id, host, port
