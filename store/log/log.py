@@ -494,24 +494,7 @@ class PartitionLog:
                 raise KafkaStorageError(str(exc)) from exc
             self.producer_state.record(headers, now_ms)
             self.producer_state.expire(now_ms)
-            n_records = sum(h.records_count for h in headers)
-            self._unflushed_messages += n_records
-            flushed = False
-            if self._unflushed_messages >= self.config.flush_messages or now_ms - self._last_flush_ms >= self.config.flush_ms:
-                self._flush_locked(now_ms)
-                flushed = True
-            return LogAppendInfo(
-                first_offset=first,
-                last_offset=last,
-                max_timestamp=max_ts_h.max_timestamp,
-                offset_of_max_timestamp=max_ts_h.last_offset,
-                log_append_time_ms=log_append_time if log_append_time is not None else -1,
-                log_start_offset=self._log_start_offset,
-                record_count=n_records,
-                batch_count=len(headers),
-                valid_bytes=len(data),
-                flushed=flushed,
-            )
+            return self._appended(first, last, headers, max_ts_h, log_append_time if log_append_time is not None else -1, len(data), now_ms)
 
     def append_as_follower(self, records: bytes | bytearray | memoryview, now_ms: int) -> LogAppendInfo:
         """Append RecordBatch v2 bytes fetched from the leader, with the offsets and partition
@@ -558,24 +541,29 @@ class PartitionLog:
             except OSError as exc:
                 raise KafkaStorageError(str(exc)) from exc
             self.producer_state.record([h for h in headers if h.producer_id >= 0], now_ms)
-            n_records = sum(h.records_count for h in headers)
-            self._unflushed_messages += n_records
-            flushed = False
-            if self._unflushed_messages >= self.config.flush_messages or now_ms - self._last_flush_ms >= self.config.flush_ms:
-                self._flush_locked(now_ms)
-                flushed = True
-            return LogAppendInfo(
-                first_offset=first,
-                last_offset=last,
-                max_timestamp=max_ts_h.max_timestamp,
-                offset_of_max_timestamp=max_ts_h.last_offset,
-                log_append_time_ms=-1,
-                log_start_offset=self._log_start_offset,
-                record_count=n_records,
-                batch_count=len(headers),
-                valid_bytes=len(data),
-                flushed=flushed,
-            )
+            return self._appended(first, last, headers, max_ts_h, -1, len(data), now_ms)
+
+    def _appended(self, first: int, last: int, headers: list[rb.BatchHeader], max_ts_h: rb.BatchHeader, log_append_time_ms: int, size: int, now_ms: int) -> LogAppendInfo:
+        """After an append (lock held): count the unflushed records, flush per ``flush.messages``
+        / ``flush.ms``, and describe the append (offsets ``first``..``last`` inclusive)."""
+        n_records = sum(h.records_count for h in headers)
+        self._unflushed_messages += n_records
+        flushed = False
+        if self._unflushed_messages >= self.config.flush_messages or now_ms - self._last_flush_ms >= self.config.flush_ms:
+            self._flush_locked(now_ms)
+            flushed = True
+        return LogAppendInfo(
+            first_offset=first,
+            last_offset=last,
+            max_timestamp=max_ts_h.max_timestamp,
+            offset_of_max_timestamp=max_ts_h.last_offset,
+            log_append_time_ms=log_append_time_ms,
+            log_start_offset=self._log_start_offset,
+            record_count=n_records,
+            batch_count=len(headers),
+            valid_bytes=size,
+            flushed=flushed,
+        )
 
     def _maybe_roll(self, size: int, max_ts: int, max_offset: int, now_ms: int) -> LogSegment:
         seg = self._segments[-1]
