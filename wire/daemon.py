@@ -508,6 +508,13 @@ class Daemon:
 
     def __init__(self, cfg: Mapping[str, str], cluster_view: Any = None) -> None:
         self.cfg = dict(cfg)
+        if cluster_enabled(self.cfg) and self.cfg.get("remote.log.storage.system.enable", "true").lower() == "true":
+            # Tiered storage is one node's today: its RLMM partitions and segment copies are not
+            # placed per leader yet, so two nodes would copy and record the same segments. A
+            # cluster runs without it (Kafka's answer to remote.storage.enable=true is then
+            # INVALID_CONFIG, "Tiered Storage functionality is disabled in the broker").
+            log.warning("tiered storage (remote.log.storage.system.enable) is not supported on a cluster yet: disabled")
+            self.cfg["remote.log.storage.system.enable"] = "false"
         self.cluster_view = cluster_view
         self.fetchers: Any = None
         self.data_dir = Path(self.cfg["shoal.data.dir"])
