@@ -114,7 +114,14 @@ class ReplicaManager:
                 del self._led[key]
                 self._cond.notify_all()  # pending produces complete with NOT_LEADER_OR_FOLLOWER
             return ("UNKNOWN_TOPIC_OR_PARTITION" if ps is None else "NOT_LEADER_OR_FOLLOWER"), None
+        ineligible = self._ineligible(ps)
         if cur is not None and cur.state.leadership.leader_epoch == ps.leader_epoch:
+            if cur.state.ineligible != ineligible:  # a broker was fenced or unfenced
+                st = cur.state
+                cur.state = maybe_increment_hw(replace(st, ineligible=ineligible), now_ms)
+                if cur.state.hw > st.hw:
+                    self._publish_hw(key, st.hw, cur.state.hw)
+                    self._cond.notify_all()
             if cur.state.leadership.partition_epoch != ps.partition_epoch:
                 st = cur.state
                 lead = _leadership(ps)
@@ -138,7 +145,7 @@ class ReplicaManager:
         st = become_leader(
             self.node_id, _leadership(ps), now_ms, lg.log_end_offset, lg.high_watermark, lg.log_start_offset, min_isr, self.lag_ms
         )
-        st = maybe_increment_hw(st, now_ms)
+        st = maybe_increment_hw(replace(st, ineligible=ineligible), now_ms)
         led = _Led(st)
         self._led[key] = led
         self._publish_hw(key, lg.high_watermark, st.hw)
@@ -146,6 +153,15 @@ class ReplicaManager:
             self._start_threads()
         self._cond.notify_all()
         return "NONE", led
+
+    def _ineligible(self, ps: PartitionState) -> tuple[int, ...]:
+        """The replicas of ``ps`` (other than this node) whose brokers are not live — fenced,
+        shut down or never registered — in the view: they may not join the ISR nor hold the HW
+        back (Kafka ``Partition.isReplicaIsrEligible``)."""
+        if len(ps.replicas) <= 1:
+            return ()
+        live = set(self.view.live_brokers())
+        return tuple(r for r in ps.replicas if r != self.node_id and r not in live)
 
     def _on_change(self, changed) -> None:
         """ClusterView callback: re-sync the changed partitions this node knows and wake the
