@@ -9,7 +9,8 @@
   controller's node is killed once: another node takes the role and producing goes on.
 * A Produce for partition 0 sent to a follower of it answers NOT_LEADER_OR_FOLLOWER.
 * At the end a fresh consumer reads every partition to its high watermark: every record whose
-  delivery report was OK is there exactly once, at the partition and offset the report gave, and
+  delivery report was OK is there exactly once, at the partition and offset the report gave (when
+  it gave one: librdkafka acknowledges some records implicitly, without an offset), and
   each partition holds the producer's records in the order it sent them (Kafka's guarantees for
   acks=all with ``min.insync.replicas`` and the idempotent producer, KIP-98 / KIP-101).
 
