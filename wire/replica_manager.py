@@ -116,7 +116,14 @@ class ReplicaManager:
                 del self._led[key]
                 self._cond.notify_all()  # pending produces complete with NOT_LEADER_OR_FOLLOWER
             return ("UNKNOWN_TOPIC_OR_PARTITION" if ps is None else "NOT_LEADER_OR_FOLLOWER"), None
+        ineligible = self._ineligible(ps)
         if cur is not None and cur.state.leadership.leader_epoch == ps.leader_epoch:
+            if cur.state.ineligible != ineligible:  # a broker was fenced or unfenced
+                st = cur.state
+                cur.state = maybe_increment_hw(replace(st, ineligible=ineligible), now_ms)
+                if cur.state.hw > st.hw:
+                    self._publish_hw(key, st.hw, cur.state.hw)
+                    self._cond.notify_all()
             # only a newer registration replaces ours: the image may lag an ISR change the
             # controller already answered (Kafka's makeLeader skips stale partition epochs)
             if cur.state.leadership.partition_epoch < ps.partition_epoch:
@@ -142,7 +149,7 @@ class ReplicaManager:
         st = become_leader(
             self.node_id, _leadership(ps), now_ms, lg.log_end_offset, lg.high_watermark, lg.log_start_offset, min_isr, self.lag_ms
         )
-        st = maybe_increment_hw(st, now_ms)
+        st = maybe_increment_hw(replace(st, ineligible=ineligible), now_ms)
         led = _Led(st)
         self._led[key] = led
         self._publish_hw(key, lg.high_watermark, st.hw)
@@ -150,6 +157,15 @@ class ReplicaManager:
             self._start_threads()
         self._cond.notify_all()
         return "NONE", led
+
+    def _ineligible(self, ps: PartitionState) -> tuple[int, ...]:
+        """The replicas of ``ps`` (other than this node) whose brokers are not live — fenced,
+        shut down or never registered — in the view: they may not join the ISR nor hold the HW
+        back (Kafka ``Partition.isReplicaIsrEligible``)."""
+        if len(ps.replicas) <= 1:
+            return ()
+        live = set(self.view.live_brokers())
+        return tuple(r for r in ps.replicas if r != self.node_id and r not in live)
 
     def _on_change(self, changed) -> None:
         """ClusterView callback: re-sync the changed partitions this node knows and wake the
@@ -287,10 +303,6 @@ class ReplicaManager:
             if err != "NONE":
                 return err, old.hw
             led.state = st
-            if proposal is not None and not set(proposal) - set(st.leadership.isr) <= set(self.view.live_brokers()) | {self.node_id}:
-                # a fenced follower is not ISR-eligible (Kafka isReplicaIsrEligible): don't propose it
-                led.state = st = replace(st, pending_isr=old.pending_isr)
-                proposal = None
             if proposal is not None:
                 if led.inflight:
                     led.state = replace(st, pending_isr=tuple(b for b in st.pending_isr if b in old.pending_isr))

@@ -295,8 +295,10 @@ class ReplicationState:
     """The leader's view of one partition: ``broker_id`` (this node), leadership, ``leo``,
     ``hw`` (exclusive: consumers see ``[log_start_offset, hw)``), ``log_start_offset``,
     ``leader_epoch_start_offset``, remote replicas, ISR additions awaiting commit
-    (``pending_isr``: part of the maximal ISR, KIP-497), ``min_insync_replicas`` and
-    ``replica_lag_time_max_ms``."""
+    (``pending_isr``: part of the maximal ISR, KIP-497), ``min_insync_replicas``,
+    ``replica_lag_time_max_ms`` and ``ineligible``: the replicas whose brokers are fenced or in
+    controlled shutdown, which may neither join the ISR nor hold the high watermark back unless
+    they are in the maximal ISR (Kafka ``Partition.isReplicaIsrEligible``, KRaft)."""
 
     broker_id: int
     leadership: PartitionLeadership
@@ -308,6 +310,7 @@ class ReplicationState:
     pending_isr: tuple[int, ...] = ()
     min_insync_replicas: int = 1
     replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS
+    ineligible: tuple[int, ...] = ()
 
     @property
     def is_leader(self) -> bool:
@@ -366,13 +369,18 @@ def become_leader(
 
 def maybe_increment_hw(state: ReplicationState, now_ms: int) -> ReplicationState:
     """``maybeIncrementLeaderHW``: unchanged while under min ISR; else ``min(leader LEO, LEO of
-    every remote in the maximal ISR or caught up)``, and only if that is higher (monotone)."""
+    every remote in the maximal ISR, or caught up and ISR-eligible)``, and only if that is higher
+    (monotone). A caught-up replica outside the maximal ISR holds the HW back only while its
+    broker is eligible (``shouldWaitForReplicaToJoinIsr``): a fenced broker that was caught up
+    when it died must not stall acks=-1 produces for ``replica.lag.time.max.ms``."""
     if not state.is_leader or _under_min_isr(state):
         return state
     new_hw = state.leo
     maximal = set(state.maximal_isr)
     for r in state.remotes:
-        if r.broker_id in maximal or r.is_caught_up(state.leo, now_ms, state.replica_lag_time_max_ms):
+        if r.broker_id in maximal or (
+            r.broker_id not in state.ineligible and r.is_caught_up(state.leo, now_ms, state.replica_lag_time_max_ms)
+        ):
             new_hw = min(new_hw, r.leo)
     if new_hw > state.hw:
         return replace(state, hw=new_hw)
@@ -434,9 +442,10 @@ def update_follower_fetch(
     (FENCED/UNKNOWN_LEADER_EPOCH), NOT_LEADER_OR_FOLLOWER, and that ``replica_id`` is a replica.
     Updates the replica (``Replica.updateFetchState``: caught up now if at the leader's LEO, or at
     the previous fetch time if it reached the LEO of its previous fetch), proposes an ISR expansion
-    when the replica is not in the ISR and ``fetch_offset >= HW`` and ``>= leader epoch start
-    offset`` (the addition joins ``pending_isr``, i.e. the maximal ISR, at once), then advances the
-    HW. Returns ``(state, error, proposed_isr_or_None)``."""
+    when the replica is not in the ISR, is ISR-eligible (not in ``ineligible``), and
+    ``fetch_offset >= HW`` and ``>= leader epoch start offset`` (the addition joins
+    ``pending_isr``, i.e. the maximal ISR, at once; Kafka ``Partition.canAddReplicaToIsr``), then
+    advances the HW. Returns ``(state, error, proposed_isr_or_None)``."""
     err = check_leader_epoch(state.leadership.leader_epoch, current_leader_epoch)
     if err != "NONE":
         return state, err, None
@@ -454,6 +463,7 @@ def update_follower_fetch(
     proposal = None
     if (
         replica_id not in st.maximal_isr
+        and replica_id not in st.ineligible
         and fetch_offset >= st.hw
         and fetch_offset >= st.leader_epoch_start_offset
     ):

@@ -18,7 +18,7 @@ class FakeClusterView:
     """A ClusterView for tests: ``set(topic, partition, state)`` changes a registration and calls
     the on_change callbacks; ``alter_partition`` records the request in :attr:`alters` and, with
     ``accept_alters`` (default), commits it (partition epoch + 1) like the controller would.
-    ``endpoints`` maps node id → (host, port)."""
+    ``endpoints`` maps node id → (host, port); ``fenced`` holds the node ids that are not live."""
 
     def __init__(self, node_id: int, accept_alters: bool = True) -> None:
         self.node_id = node_id
@@ -27,6 +27,7 @@ class FakeClusterView:
         self.alters: list[tuple[str, int, int, int, tuple[int, ...]]] = []
         self.altered = threading.Condition()
         self.accept_alters = accept_alters
+        self.fenced: set[int] = set()
         self._callbacks: list[Callable[[Iterable[tuple[str, int]]], None]] = []
 
     @classmethod
@@ -38,6 +39,7 @@ class FakeClusterView:
         first = views[0]
         for v in views[1:]:
             v.states, v.endpoints, v.alters, v.altered, v._callbacks = first.states, first.endpoints, first.alters, first.altered, first._callbacks
+            v.fenced = first.fenced
         return {v.node_id: v for v in views}
 
     def set(self, topic: str, partition: int, state: PartitionState) -> None:
@@ -55,10 +57,9 @@ class FakeClusterView:
         return self.endpoints.get(node_id)
 
     def live_brokers(self) -> tuple[int, ...]:
-        """:attr:`live` when a test set it (``None``: every node with an endpoint or a replica)."""
-        if getattr(self, "live", None) is not None:
-            return tuple(sorted(self.live))
-        return tuple(sorted(set(self.endpoints) | {r for st in self.states.values() for r in st.replicas}))
+        """Every node with an endpoint or a replica, except the :attr:`fenced` ones."""
+        known = set(self.endpoints) | {r for st in self.states.values() for r in st.replicas}
+        return tuple(sorted(known - self.fenced))
 
     def alter_partition(self, topic, partition, leader_epoch, partition_epoch, new_isr):
         """Record; commit with partition epoch + 1 when accepting and the epochs match."""

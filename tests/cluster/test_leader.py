@@ -81,6 +81,25 @@ def test_follower_fetch_advances_the_high_watermark_and_completes_acks_all(node)
     assert reg.read("t", 0, 0, 1 << 20).records != b""
 
 
+def test_a_fenced_replica_does_not_hold_acks_all_when_the_controller_shrinks_the_isr(node):
+    """A follower that was caught up when its broker died (SIGKILL) is fenced and leaves the ISR:
+    the waiting acks=all produce completes on the remaining ISR at once, not after
+    replica.lag.time.max.ms (Kafka ``Partition.isReplicaIsrEligible`` in
+    ``maybeIncrementLeaderHW``; found by tests/e2e/test_cluster_e2e.py)."""
+    reg, view, _clock = node(isr=(1, 2, 3), replicas=(1, 2, 3))
+    reg.append("t", 0, _batch(2), acks=-1)
+    for r in (2, 3):
+        reg.read("t", 0, 2, 1 << 20, replica_id=r, current_leader_epoch=0)  # both caught up
+    r = reg.append("t", 0, _batch(1), acks=-1)
+    assert r.required_offset == 3
+    reg.read("t", 0, 3, 1 << 20, replica_id=2, current_leader_epoch=0)  # node 2 has it, node 3 died
+    assert reg.open("t", 0).high_watermark == 2
+    view.fenced.add(3)  # the controller fences node 3 and removes it from the ISR in one record
+    view.set("t", 0, PartitionState((1, 2, 3), (1, 2), 1, 0, 1))
+    assert reg.await_replication([("t", 0, 3)], 60_000) == [None]
+    assert reg.open("t", 0).high_watermark == 3
+
+
 def test_acks_all_times_out_without_the_follower(node):
     reg, _view, _clock = node()
     r = reg.append("t", 0, _batch(), acks=-1)
@@ -219,11 +238,11 @@ def test_a_recreated_topic_starts_from_its_new_log(node):
 def test_a_fenced_follower_is_not_proposed_for_the_isr(node):
     """Kafka's isReplicaIsrEligible: a caught-up follower the controller fenced stays out."""
     reg, view, _clock = node(isr=(1,), min_isr="1")
-    view.live = (1,)  # broker 2 is fenced
+    view.fenced = {2}
     reg.append("t", 0, _batch(3), acks=1)
     reg.read("t", 0, 3, 1 << 20, replica_id=2)
     assert view.alters == []
-    view.live = (1, 2)  # unfenced: its next fetch proposes it
+    view.fenced = set()  # unfenced: its next fetch proposes it
     reg.read("t", 0, 3, 1 << 20, replica_id=2)
     assert view.wait_alter(lambda a: a[4] == (1, 2))
 

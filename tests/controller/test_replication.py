@@ -3,6 +3,8 @@ reference (controller.md §4), with Kafka's rule asserted wherever Rivven deviat
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -225,6 +227,34 @@ def test_k3_isr_expand_needs_hw_and_epoch_start():
     assert proposal == (N1, N2)
     assert N2 in s.maximal_isr and s.isr == (N1,)  # pending: counts for HW and acks at once
     assert s.hw == 500
+
+
+def test_k3b_a_fenced_caught_up_replica_neither_holds_the_hw_nor_rejoins():
+    """Kafka ``Partition.isReplicaIsrEligible`` (KRaft): a replica whose broker is fenced is not
+    waited for by ``maybeIncrementLeaderHW`` although it was caught up within
+    replica.lag.time.max.ms, and ``canAddReplicaToIsr`` refuses it. Found by the 3-node SIGKILL
+    test: without it every acks=all produce stalled for replica.lag.time.max.ms after a kill."""
+    s = leader_state(replicas=(N1, N2, N3), min_isr=2, now=0)
+    s, _ = append(s, 10)
+    for r in (N2, N3):
+        s, _, _ = rp.update_follower_fetch(s, r, 10, now_ms=1_000)
+    assert s.hw == 10
+    # N3's broker is SIGKILLed and fenced: the controller shrinks the ISR to (N1, N2)
+    s = rp.commit_isr(replace(s, ineligible=(N3,)), (N1, N2), now_ms=1_500)
+    s, _ = append(s, 5, acks=-1, now=1_600)
+    s, _, proposal = rp.update_follower_fetch(s, N2, 15, now_ms=1_700)
+    assert proposal is None
+    assert s.hw == 15  # N3, caught up 700 ms ago but fenced, does not pin the HW at 10
+    ok, err = rp.check_enough_replicas_reach_offset(s, 15)
+    assert (ok, err) == (True, "NONE")
+    # an eligible caught-up replica outside the ISR is still waited for (shouldWaitForReplicaToJoinIsr)
+    eligible = replace(s, ineligible=(), hw=10)
+    assert rp.maybe_increment_hw(eligible, now_ms=1_700).hw == 10
+    # a fenced replica that fetches at the HW is not proposed for the ISR; unfenced it is
+    s2, _, proposal = rp.update_follower_fetch(s, N3, 15, now_ms=1_800)
+    assert proposal is None and N3 not in s2.maximal_isr
+    s3, _, proposal = rp.update_follower_fetch(replace(s, ineligible=()), N3, 15, now_ms=1_800)
+    assert proposal == (N1, N2, N3)
 
 
 def test_k5_stale_or_advanced_epochs_on_fetch():
