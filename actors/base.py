@@ -21,6 +21,7 @@ import gc
 import itertools
 import logging
 import os
+from datetime import timedelta
 from typing import Any, Callable, Sequence
 
 from thespian.actors import (
@@ -32,6 +33,7 @@ from thespian.actors import (
     WakeupMessage,
 )
 
+from actors.inproc import ScheduleWakeup, hosted_in_process
 from actors.messages import AppendEvents, AppendFailed, EventsAppended, Failure, ReadStream, SaveSnapshot, StreamPage
 from store.event_log import AppendRequest, AppendResult, ConcurrencyError, EventLog, open_event_log
 
@@ -79,8 +81,13 @@ def freeze_inherited_heap() -> bool:
     every inherited object's GC header and so copy every inherited heap page (measured: a share
     group actor grew from ~8 MB to ~32 MB private memory after its first full collection). Frozen
     objects are never scanned; the actor's own new objects are collected as usual. The cost is
-    that inherited garbage is never freed, which is the parent's, already counted there."""
+    that inherited garbage is never freed, which is the parent's, already counted there.
+
+    Actors hosted in-process (:mod:`actors.inproc`) share the listener's heap, which is not
+    inherited garbage: nothing is frozen for them (returns ``False``)."""
     global _FROZEN_PID
+    if hosted_in_process():
+        return False
     pid = os.getpid()
     if _FROZEN_PID == pid:
         return False
@@ -146,6 +153,19 @@ class ShoalActor(ActorTypeDispatcher):
     def on_wakeup(self, payload: Any) -> None:
         """Called for each ``wakeupAfter`` timer with its payload (timers cannot be cancelled:
         ignore stale ones)."""
+
+    #: the address serving this actor's wakeups when it is hosted in-process (``Configure.timer``)
+    _timer_service: Any = None
+
+    def schedule_wakeup(self, delay: timedelta, payload: Any = None) -> None:
+        """``wakeupAfter(delay, payload)``, through the in-process host's timer when the actor was
+        configured with one (:class:`actors.inproc.ScheduleWakeup`: one heap for every hosted
+        actor, instead of ``simpleSystemBase``'s scan of every pending wakeup on every message).
+        Either way :meth:`on_wakeup` gets ``payload``; neither can be cancelled."""
+        if self._timer_service is None:
+            self.wakeupAfter(delay, payload=payload)
+        else:
+            self.send(self._timer_service, ScheduleWakeup(max(0, int(delay.total_seconds() * 1000)), payload))
 
 
 class EventSourcedActor(ShoalActor):

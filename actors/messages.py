@@ -62,16 +62,20 @@ class Configure(_Msg):
     ``group.share.record.lock.duration.ms`` …); ``name``: the actor's logical name (group id,
     metadata partition …); ``journal``: the JournalActor's address, or ``None`` for direct appends;
     ``supervisor``: the actor to tell (:class:`Passivating`) before a self-initiated exit, or
-    ``None``. The actor answers :class:`Configured` once it has recovered (or ``Failure``).
+    ``None``; ``timer``: for an actor hosted in-process (:mod:`actors.inproc`), the address that
+    serves its wakeups (:meth:`actors.base.ShoalActor.schedule_wakeup`), else ``None`` (Thespian's
+    ``wakeupAfter``). The actor answers :class:`Configured` once it has recovered (or ``Failure``).
     """
 
-    __slots__ = ("config", "name", "journal", "supervisor")
+    __slots__ = ("config", "name", "journal", "supervisor", "timer")
 
-    def __init__(self, config: dict[str, Any], name: str = "", journal: Any = None, supervisor: Any = None) -> None:
+    def __init__(self, config: dict[str, Any], name: str = "", journal: Any = None, supervisor: Any = None,
+                 timer: Any = None) -> None:
         self.config = config
         self.name = name
         self.journal = journal
         self.supervisor = supervisor
+        self.timer = timer
 
 
 class Configured(_Msg):

@@ -277,9 +277,12 @@ class Backend(Protocol):
     def share_heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> "HeartbeatResult":
         """ShareGroupHeartbeat (join with epoch 0, heartbeat, leave with -1)."""
 
-    def share_fetch(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]], acks: Sequence[SharePartitionAck], max_records: int, max_wait_ms: int) -> "ShareFetchResult":
+    def share_fetch(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]], acks: Sequence[SharePartitionAck], max_records: int, max_wait_ms: int,
+                    acquire_mode: int = 0, batch_size: int | None = None, is_renew_ack: bool = False) -> "ShareFetchResult":
         """ShareFetch: ``wanted`` partitions added to the session, ``forgotten`` removed,
-        piggy-backed ``acks``; may long-poll up to ``max_wait_ms`` before deciding."""
+        piggy-backed ``acks``; when nothing is acquired it waits up to ``max_wait_ms`` for records
+        (the purgatory). ``acquire_mode`` (v2 ``ShareAcquireMode``: 0 batch-optimized, 1
+        record-limit), ``batch_size`` (v1+ ``BatchSize``), ``is_renew_ack`` (v2)."""
 
     def share_acknowledge(self, group: str, member: str, epoch: int, acks: Sequence[SharePartitionAck]) -> "ShareFetchResult":
         """ShareAcknowledge (epoch -1 also closes the share session)."""

@@ -27,7 +27,7 @@ import uuid
 from typing import Any, Mapping, Sequence
 
 from actors.base import event_log_for
-from actors.controller.messages import ForgetShareGroup
+from actors.controller.messages import AdmitShareGroup, ForgetShareGroup, ShareGroupAdmitted
 from actors.share.limits import census_from_log
 from actors.controller.acls import AclCreateResult, AclDeleteResult
 from actors.controller.messages import (
@@ -118,12 +118,7 @@ class ControllerClient:
         self._topics: dict[str, TopicInfo] = {}
         self._configs: dict[str, dict[str, str]] = {}
         self._loaded_at = 0.0
-        self._children: dict[str, Any] = {}
-        #: when each cached share-group address was last used (monotonic s): a group actor
-        #: passivates after ``shoal.share.group.passivate.ms`` without requests, and every request
-        #: goes through here, so an address used more recently than that is still alive
-        self._last_used: dict[str, float] = {}
-        self._passivate_s = float(cfg.get("shoal.share.group.passivate.ms", "120000")) / 1000
+        #: share groups admitted this run (:meth:`admit_share_group`)
         self._groups_seen: set[str] = set()
         # SCRAM credential cache: (user, mechanism) -> ScramCredential, loaded at _scram_loaded_at
         self._scram_lock = threading.Lock()
@@ -417,67 +412,41 @@ class ControllerClient:
                 self._scram_loaded_at = time.monotonic()
             return self._scram.get((user, mechanism))
 
-    # ------------------------------------------------------------------ children
-    def share_group_actor(self, group: str, create: bool = True) -> Any:
-        """The address of ``group``'s ShareGroupActor (started and recovered by the controller).
-        ``create``: the request may create the group (a joining heartbeat, ShareFetch,
-        ShareAcknowledge, a group config alter); without it only an existing group's actor is
-        started. Raises :class:`GroupRefused` (GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED) when the
-        controller refuses, ``ActorTimeout`` when it does not answer or fails otherwise."""
-        from actors.controller.messages import ChildLookup
-
-        now = time.monotonic()
-        addr = self._children.get(group)
-        # Past ~90% of the idle time the actor may have passivated: ask the controller again
-        # (it answers the live address, or starts a fresh actor that rehydrates).
-        if addr is not None and now - self._last_used.get(group, now) < 0.9 * self._passivate_s:
-            self._last_used[group] = now
-            return addr
-        r = self.ask(ChildLookup("share", group, create), max(self.timeout_s, 60))
+    # ------------------------------------------------------------------ share-group census
+    def admit_share_group(self, group: str, create: bool = True) -> None:
+        """Ask the controller whether ``group`` may run (its census of ``group.share.max.groups``,
+        :class:`AdmitShareGroup`): returns when admitted. ``create``: the request may create the
+        group (a joining heartbeat, a ShareFetch opening a session, a group config alter);
+        without it only an existing group is admitted. Raises :class:`GroupRefused`
+        (GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED) or ``ActorTimeout`` (no answer, another
+        failure)."""
+        r = self.ask(AdmitShareGroup(group, create), max(self.timeout_s, 60))
         if isinstance(r, Failure) and r.error in _GROUP_REFUSALS:
             raise GroupRefused(r.error, r.message)
-        if type(r).__name__ != "ChildAddress":
+        if not isinstance(r, ShareGroupAdmitted):
             raise ActorTimeout(f"share group {group}: {getattr(r, 'error', r)!r} {getattr(r, 'message', '')}")
-        self._children[group] = r.address
-        self._last_used[group] = now
         self._groups_seen.add(group)
-        return r.address
-
-    def live_share_group(self, group: str) -> Any:
-        """The cached address of ``group``'s actor if it was used recently enough to be still
-        running (not passivated), else ``None``. Neither asks the controller nor counts as a use,
-        so status and list requests neither start nor keep alive a group's actor."""
-        addr = self._children.get(group)
-        last = self._last_used.get(group)
-        if addr is None or last is None or time.monotonic() - last >= 0.9 * self._passivate_s:
-            return None
-        return addr
-
-    def forget_child(self, group: str) -> None:
-        """Drop a cached child address (after a timeout, or a ``NotReady`` from a passivating actor)."""
-        self._children.pop(group, None)
-        self._last_used.pop(group, None)
 
     def forget_share_group(self, group: str) -> None:
-        """``group`` was deleted: drop it from this client's caches and tell the controller
-        (:class:`ForgetShareGroup`: out of the census, actor stopped). Best effort: a controller
-        that does not answer keeps counting the group until its next recovery."""
+        """``group`` was deleted: drop it from this client's census view and tell the controller
+        (:class:`ForgetShareGroup`: out of the census). Best effort: a controller that does not
+        answer keeps counting the group until its next recovery."""
         self._groups_seen.discard(group)
-        self.forget_child(group)
         try:
             self.ask(ForgetShareGroup(group))
         except ActorTimeout as exc:
             log.info("forgetting share group %s: %s", group, exc)
 
-    def share_groups(self) -> list[tuple[str, str, str]]:
-        """``(group id, "share", state)`` of the groups known to the event log or seen this run."""
+    def share_groups(self) -> list[str]:
+        """The ids of the share groups that exist: those with a stream in the event log (deleted
+        ones left out) and those admitted this run."""
         groups = set(self._groups_seen)
         try:
             # streams of deleted groups (ending with ShareGroupDeleted) are left out
             groups |= census_from_log(event_log_for(self.cfg))
         except Exception:  # pragma: no cover - the log is optional for listing
             log.debug("listing share-group streams failed", exc_info=True)
-        return [(g, "share", "Stable" if self.live_share_group(g) is not None else "Empty") for g in sorted(groups)]
+        return sorted(groups)
 
     # ------------------------------------------------------------------ ACLs (CreateAcls/DeleteAcls/DescribeAcls, authorizer cache)
     def create_acls(self, creations: Sequence[Any]) -> tuple[list[AclCreateResult], str | None]:

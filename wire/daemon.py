@@ -37,6 +37,7 @@ from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsReque
 from kio.static.primitive import i32, i64
 
 from actors.base import event_log_for
+from actors.share.host import ShareGroupHost
 from actors.consumer.classic import DescribedGroup
 from actors.consumer.classic import OffsetDeleteResult
 from actors.consumer.modern import ConsumerGroupDescription
@@ -329,9 +330,11 @@ class ShoalBackend:
         """ShareGroupHeartbeat → the group's actor."""
         return self.shares.heartbeat(group, member_id, epoch, rack, subscribed, client_id, client_host)
 
-    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms) -> ShareFetchResult:
-        """ShareFetch → one message to the group's actor plus the acquired records' bytes."""
-        return self.shares.fetch(group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms)
+    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode=0, batch_size=None,
+                    is_renew_ack=False) -> ShareFetchResult:
+        """ShareFetch → the group's actor (the purgatory when nothing is acquired) plus the
+        acquired records' bytes."""
+        return self.shares.fetch(group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode, batch_size, is_renew_ack)
 
     def share_acknowledge(self, group, member, epoch, acks) -> ShareFetchResult:
         """ShareAcknowledge → the group's actor."""
@@ -489,13 +492,17 @@ class ShoalBackend:
 
 
 class _Dispatcher(KafkaDispatcher):
-    def __init__(self, backend: Any, gateway: ActorGateway, auto_create: bool, authorizer: Any = None, clustered: bool = False) -> None:
+    def __init__(self, backend: Any, gateway: ActorGateway, auto_create: bool, authorizer: Any = None, clustered: bool = False,
+                 share_host: Any = None) -> None:
         super().__init__(backend, auto_create, supported={**SUPPORTED, **CLUSTER_APIS} if clustered else None, authorizer=authorizer)
         self.gateway = gateway
+        self.share_host = share_host
 
     def connection_closed(self, conn: Any) -> None:
-        """Close the connection thread's private actor endpoint."""
+        """Close the connection thread's private actor endpoint; give its in-process endpoint back."""
         self.gateway.release_thread()
+        if self.share_host is not None:
+            self.share_host.release_thread()
 
 
 class Daemon:
@@ -533,6 +540,8 @@ class Daemon:
         #: on a cluster: this node's metadata image and its broker lifecycle (wire.cluster)
         self.cluster: ClusterMetadata | None = None
         self.lifecycle: BrokerLifecycle | None = None
+        #: this node's share groups, hosted in this process (actors.share.host)
+        self.share_host: ShareGroupHost | None = None
 
     def start(self) -> "Daemon":
         """Start the actor system, the journal, the controller (and through it the share-group and
@@ -570,7 +579,9 @@ class Daemon:
             self.logs = LogRegistry(self.cfg["log.dirs"], cluster=view, replica_lag_time_max_ms=int(self.cfg.get("replica.lag.time.max.ms", "30000")))
             controller = controller_client.start(self.asys, self.gateway, self.cfg, journal)
             self.logs._topic_config = controller.topic_config  # noqa: SLF001 - wiring
-            shares = share_client.ShareClient(self.gateway, controller, self.logs, self.cfg, journal, self.asys)
+            # this node's share groups: actors hosted in this process (actors.share.host)
+            self.share_host = ShareGroupHost(self.cfg, float(self.cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000)
+            shares = share_client.ShareClient(self.share_host, controller, self.logs, self.cfg)
             consumers = consumer_client.ConsumerGroupClient(self.gateway, controller, self.cfg)
             self._start_remote_log_manager(controller)
             specs = parse_listeners(self.cfg)
@@ -586,7 +597,8 @@ class Daemon:
                 consumers.is_coordinator = shares.is_coordinator = self.backend.is_coordinator
                 if self.cluster_view is None:
                     self.logs.use_cluster(self.cluster)  # the data plane follows the image
-            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer, clustered)
+            dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer, clustered,
+                                     self.share_host)
             self.dispatcher = dispatcher
             limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests: broker-wide (wire.quotas)
             for spec in specs:
@@ -995,6 +1007,11 @@ class Daemon:
                 rlm.close()
             except Exception:  # pragma: no cover
                 log.exception("rlm close")
+        if self.share_host is not None:
+            try:
+                self.share_host.close()  # every group saves its snapshot; the journal commits what it holds
+            except Exception:  # pragma: no cover
+                log.exception("share groups close")
         if self.gateway is not None:
             self.gateway.close()
         if self.asys is not None:

@@ -30,6 +30,7 @@ from store.producer_state import InvalidProducerEpochError, OutOfOrderSequenceEr
 from wire.backend import FetchedPartition, ProduceResult
 from wire.cluster_view import ClusterView, StaticClusterView
 from wire.replica_manager import ReplicaManager
+from wire.waits import WaitSet
 
 __all__ = ["LogRegistry", "LEADER_EPOCH"]
 
@@ -69,6 +70,8 @@ class LogRegistry:
         self._lock = threading.Lock()
         self._data = threading.Condition()
         self._version = 0
+        #: per-partition long polls (:class:`wire.waits.WaitSet`), bumped by :meth:`notify`
+        self.waits = WaitSet()
         self.remote_read: Callable[[PartitionLog, int, int], bytes] | None = None
         self.on_open: Callable[[PartitionLog], None] | None = None
         self.on_drop: Callable[[PartitionLog], None] | None = None
@@ -108,6 +111,10 @@ class LogRegistry:
                 if self.on_open is not None:
                     self.on_open(lg)
             return lg
+
+    def get(self, topic: str | None, partition: int) -> PartitionLog | None:
+        """The open log of ``topic``-``partition``, or ``None`` (never opens one; no copy)."""
+        return self._logs.get((topic, partition))  # type: ignore[arg-type]
 
     def logs(self) -> dict[tuple[str, int], PartitionLog]:
         """A copy of the open logs, keyed by (topic, partition)."""
@@ -196,7 +203,7 @@ class LogRegistry:
             hw = lg.high_watermark
         else:
             hw = self.replicas.after_append(topic, partition)
-            self.notify()  # consumers (HW moved) and followers (LEO moved) long-polling
+            self.notify(topic, partition)  # consumers (HW moved) and followers (LEO moved) long-polling
             res = ProduceResult(None, info.first_offset, info.log_append_time_ms, info.log_start_offset)
         if acks == -1 and hw < info.last_offset + 1:
             res = replace(res, required_offset=info.last_offset + 1)
@@ -215,14 +222,17 @@ class LogRegistry:
             out.append(None if err == "NONE" else err)
         return out
 
-    def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1) -> FetchedPartition:
+    def read(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1,
+             max_records: int | None = None, min_batches: int = 1) -> FetchedPartition:
         """Whole batches from ``offset`` up to the high watermark, ``max_bytes`` (at least one
         batch). Below the local log start the remote tier serves the read; outside
         [log start, log end] the answer is OFFSET_OUT_OF_RANGE. Only the leader serves reads:
         FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH for a ``current_leader_epoch`` (``-1``: none)
         older / newer than the leader's, NOT_LEADER_OR_FOLLOWER on a non-leader. A follower
         (``replica_id >= 0``) reads up to the log end offset, its ``offset`` is recorded as its
-        LEO and the answer carries the leader's high watermark (:meth:`_read_as_follower`)."""
+        LEO and the answer carries the leader's high watermark (:meth:`_read_as_follower`).
+        ``max_records``, ``min_batches``: see :meth:`store.log.log.PartitionLog.read` (local reads
+        only)."""
         if replica_id >= 0:
             return self._read_as_follower(topic, partition, offset, max_bytes, replica_id, current_leader_epoch)
         err, _ = self.replicas.leader_check(topic, partition, current_leader_epoch)
@@ -230,7 +240,7 @@ class LogRegistry:
             return FetchedPartition(err)
         lg = self.open(topic, partition)
         try:
-            info = lg.read(offset, max_bytes)
+            info = lg.read(offset, max_bytes, max_records=max_records, min_batches=min_batches)
             return FetchedPartition(None, info.high_watermark, info.log_start_offset, info.records)
         except OffsetOutOfRangeError:
             if self.remote_read is not None and lg.log_start_offset <= offset < lg.local_log_start_offset:
@@ -267,10 +277,14 @@ class LogRegistry:
         epoch, end = lg.leader_epoch_cache.end_offset_for(leader_epoch, lg.log_end_offset)
         return None, epoch, end
 
-    def batch_bounds(self, topic: str, partition: int, offset: int, max_bytes: int) -> tuple[list[tuple[int, int]], bytes]:
-        """The batches from ``offset`` (up to the high watermark, ``max_bytes``) as
-        ``[(base_offset, last_offset)]`` plus their bytes — what a share-partition acquires from."""
-        r = self.read(topic, partition, offset, max_bytes)
+    def batch_bounds(self, topic: str, partition: int, offset: int, max_bytes: int, max_records: int | None = None,
+                     min_batches: int = 1) -> tuple[list[tuple[int, int]], bytes]:
+        """The batches from ``offset`` (up to the high watermark, ``max_bytes``, and — with
+        ``max_records`` — up to the batch that holds the ``max_records``-th offset, at least
+        ``min_batches``) as ``[(base_offset, last_offset)]`` plus their bytes — what a
+        share-partition acquires from. Below the local log start (the remote tier) ``max_records``
+        does not apply."""
+        r = self.read(topic, partition, offset, max_bytes, max_records=max_records, min_batches=min_batches)
         if r.error or not r.records:
             return [], b""
         bounds = [(h.base_offset, h.last_offset) for h in rb.iter_batches(r.records, verify_crc=False)]
@@ -325,15 +339,16 @@ class LogRegistry:
         """A counter bumped by every append and every :meth:`notify` (for :meth:`wait`'s ``since``)."""
         return self._version
 
-    def notify(self) -> None:
-        """Bump :meth:`data_version` and wake every :meth:`wait`: something a long poll may be
-        waiting for changed. :meth:`append` calls it after the high watermark moved; the share
-        path calls it when records become acquirable without an append (released by an
-        acknowledgement, a closed share session or a leaving member), as Kafka's
-        ``DelayedShareFetch`` is completed by ``SharePartitionManager`` on those events."""
+    def notify(self, topic: str | None = None, partition: int | None = None) -> None:
+        """Bump :meth:`data_version` and wake every :meth:`wait`; with a partition, also wake the
+        long polls waiting on it in :attr:`waits` (``("partition", topic, partition)``, the
+        ShareFetch purgatory). :meth:`append` calls it after the high watermark moved, the
+        replica manager when followers moved it."""
         with self._data:
             self._version += 1
             self._data.notify_all()
+        if topic is not None and partition is not None:
+            self.waits.bump(("partition", topic, partition))
 
     def wait(self, timeout_ms: int, since: int | None = None) -> None:
         """Block until an append (or a :meth:`notify`) happens after :meth:`data_version` returned

@@ -74,7 +74,7 @@ class ReplicaManager:
 
     ``view``: the :class:`ClusterView`; ``log_of(topic, partition)`` returns the open
     :class:`store.log.log.PartitionLog`; ``min_isr_of(topic)`` the topic's
-    ``min.insync.replicas`` (topic config, else broker config); ``notify()`` wakes the Fetch long
+    ``min.insync.replicas`` (topic config, else broker config); ``notify(topic, partition)`` wakes the Fetch long
     polls (called after every high-watermark advance); ``replica_lag_time_max_ms`` is Kafka's
     ``replica.lag.time.max.ms``; ``clock()`` gives wall time in ms. Thread-safe. Background
     threads (the ISR-shrink ticker every ``lag / 2`` and the AlterPartition sender) start only
@@ -85,7 +85,7 @@ class ReplicaManager:
         view: ClusterView,
         log_of: Callable[[str, int], PartitionLog],
         min_isr_of: Callable[[str], int] = lambda _t: 1,
-        notify: Callable[[], None] = lambda: None,
+        notify: Callable[[str, int], None] = lambda _t, _p: None,
         replica_lag_time_max_ms: int = DEFAULT_REPLICA_LAG_TIME_MAX_MS,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
@@ -186,7 +186,7 @@ class ReplicaManager:
         if new > old:
             self._log_of(*key).update_high_watermark(new)
             if notify:
-                self._notify()
+                self._notify(*key)
 
     def leader_check(self, topic: str, partition: int, current_leader_epoch: int = -1) -> tuple[str, int]:
         """``(error, leader_epoch)`` for a request on ``topic``-``partition``: the epoch check

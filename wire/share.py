@@ -55,7 +55,7 @@ def _acks_of(topics: Any, partitions_attr: str) -> list[SharePartitionAck]:
     out = []
     for t in topics:
         for p in getattr(t, partitions_attr):
-            batches = tuple(AckBatch(int(b.first_offset), int(b.last_offset), tuple(int(x) for x in b.acknowledge_types)) for b in p.acknowledgement_batches)
+            batches = tuple(AckBatch(int(b.first_offset), int(b.last_offset), tuple(map(int, b.acknowledge_types))) for b in p.acknowledgement_batches)
             if batches:
                 out.append(SharePartitionAck(t.topic_id, int(p.partition_index), batches))
     return out
@@ -125,7 +125,9 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
     invalid = {(a.topic_id, a.partition): validate_ack_batches(a.batches, _MAX_ACK_TYPE) for a in acks}
     invalid = {k: v for k, v in invalid.items() if v}
     acks = [a for a in acks if (a.topic_id, a.partition) not in invalid]
-    r = backend.share_fetch(group, member, epoch, wanted, forgotten, acks, int(b.max_records), int(b.max_wait.total_seconds() * 1000))
+    batch_size = int(b.batch_size) if int(getattr(b, "batch_size", 0) or 0) > 0 else None  # v1+ BatchSize
+    r = backend.share_fetch(group, member, epoch, wanted, forgotten, acks, int(b.max_records), int(b.max_wait.total_seconds() * 1000),
+                            int(getattr(b, "share_acquire_mode", 0)), batch_size, bool(getattr(b, "is_renew_ack", False)))
     parts = list(r.partitions)
     for (tid, pidx), reason in invalid.items():
         # keep what was fetched for the partition; only its acknowledgement outcome changes

@@ -1,7 +1,8 @@
 """The listener's side of share groups: one ``ShareGroupActor`` message per Kafka request, plus
 the record bytes for the acquired ranges, read here from the partition logs.
 
-The protocol with the actor is ``actors/share/messages.py`` (A2's design):
+The group's actor runs in this process (:class:`actors.share.host.ShareGroupHost`); the protocol
+with it is ``actors/share/messages.py``:
 
 1. For each partition of the member's share session the wire reads the **batch boundaries** of the
    log from the share-partition's ``next_fetch_offset`` (as last answered by the actor; unknown at
@@ -12,21 +13,19 @@ The protocol with the actor is ``actors/share/messages.py`` (A2's design):
    the acquired ranges go into the response; they never reach the actor.
 3. When the actor answers ``refetch_from`` (the cached offset was stale: records were released
    below it, or it was unknown) this request acquires nothing there; the remembered offset is
-   updated so that the client's next ShareFetch reads from the right place. So every ShareFetch
-   is exactly one actor message (no retry that would bump the session epoch twice).
+   updated, and the purgatory's next attempt reads from the right place at once (a continuation
+   never bumps the session epoch).
 
-Long polling: before asking, when the request carries no acknowledgements and every session
-partition is known to have nothing past its next fetch offset, the wire waits up to ``max_wait``.
-The wait ends as soon as what it waits for arrives (Kafka completes a ``DelayedShareFetch`` on the
-same events): an append to any partition (:meth:`wire.logs.LogRegistry.notify`), records of the
-group freed without an append — an acknowledgement with RELEASE, a closed share session or a
-member leaving the group, answered on any connection of this listener (:meth:`ShareClient._freed`)
-— or the acquisition lock of records this listener handed out expiring (the wait's deadline is
-the earliest such lock deadline, so the next ask lets the actor expire the locks and acquire).
-A member fenced for missing heartbeats frees its records in the actor without a request: a
-waiting fetch finds them at the next append or lock deadline (with Kafka's defaults the locks,
-30 s, expire before the session, 45 s). A next fetch offset that moves back in a reply is no
-signal: replies of concurrent requests reach the listener's threads in any order.
+The purgatory (Kafka's ``DelayedShareFetch``): a ShareFetch is decided at once — session step,
+acknowledgements, acquisition — and when it acquired nothing it waits, up to ``MaxWaitMs``, for
+exactly what can give it records: an append that moves the high watermark of one of its
+partitions (:meth:`wire.logs.LogRegistry.notify`), or records of its group freed without an
+append — a RELEASE, a closed share session, a fenced or leaving member, an acquisition lock that
+expired, a start offset that opened the in-flight window — which the group's actor reports itself
+when it decides them (:class:`actors.share.messages.RecordsFreed`, whatever request or timer
+caused them). Each wake-up tries again with a continuation that only acquires; when another
+fetch took the records first, the request goes back to waiting instead of answering empty
+(:class:`wire.waits.WaitSet`: no timer tick, no listener-wide wake-up, no lost wake-up).
 
 The wire mirrors each member's share-session partition set (the actor owns the real session and
 its epoch): ShareFetch requests are incremental and name only added partitions.
@@ -41,18 +40,15 @@ only the actors that are running.
 
 from __future__ import annotations
 
-import heapq
 import logging
-import math
 import threading
 import time
 import uuid
 from typing import Any, Callable, Sequence
 
-from actors.share.messages import AlterShareGroupOffsets
-from actors.share.messages import DeleteShareGroupOffsets
-from actors.share.messages import DeleteShareGroupState
-from actors.messages import StatusReply, StatusRequest
+from actors.messages import NotReady, StatusReply, StatusRequest
+from actors.share.host import GroupNotRunning
+from actors.share.messages import AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteShareGroupState
 from actors.share.config import BrokerShareConfig, GroupShareConfig, InvalidConfig, effective_group_configs, validate_group_configs
 from actors.share.errors import ShareError
 from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
@@ -70,6 +66,11 @@ log = logging.getLogger("shoal.wire.share")
 
 #: bytes of log read per partition per ShareFetch (boundaries + bytes of candidate batches)
 _PARTITION_READ_BYTES = 256 * 1024
+#: batches read at least (within the bytes above) past the remembered next fetch offset, although
+#: the request's MaxRecords may end sooner: other members' acquisitions move the share-partition's
+#: next fetch offset between this listener's last answer and the actor's decision, and a read that
+#: ends below it acquires nothing (the actor answers ``refetch_from``)
+_PARTITION_READ_BATCHES = 64
 
 
 def _err(name: str | None) -> str | None:
@@ -81,16 +82,6 @@ def _reply_error(r: Any) -> str | None:
     if type(r).__name__ == "NotReady":
         return "COORDINATOR_LOAD_IN_PROGRESS"
     return _err(getattr(r, "error", "UNKNOWN_SERVER_ERROR"))
-
-
-#: AcknowledgeType RELEASE (KIP-932): the record goes back to AVAILABLE for any member
-_RELEASE = 2
-
-
-def _releases(batch_lists: Any) -> bool:
-    """Whether any acknowledgement batch in ``batch_lists`` (an iterable of
-    ``((first, last, (type, …)), …)`` tuples) RELEASEs records."""
-    return any(_RELEASE in types for batches in batch_lists for _a, _b, types in batches)
 
 
 def _no_session_result(exc: GroupRefused, decide: Any) -> ShareFetchResult:
@@ -107,15 +98,19 @@ def _no_session_result(exc: GroupRefused, decide: Any) -> ShareFetchResult:
 
 
 class ShareClient:
-    """Share-group requests from the listener threads. ``gateway`` asks actors; ``controller``
-    (a :class:`wire.controller_client.ControllerClient`) resolves topic ids and the group's actor
-    address; ``logs`` is the :class:`wire.logs.LogRegistry`."""
+    """Share-group requests from the listener threads. ``host`` (a
+    :class:`actors.share.host.ShareGroupHost`) runs this node's share-group actors in this process;
+    ``controller`` (a :class:`wire.controller_client.ControllerClient`) resolves topic ids and
+    keeps the census of groups; ``logs`` is the :class:`wire.logs.LogRegistry`."""
 
-    def __init__(self, gateway: Any, controller: Any, logs: Any, cfg: dict, journal: Any = None, asys: Any = None) -> None:
-        self.gateway = gateway
+    def __init__(self, host: Any, controller: Any, logs: Any, cfg: dict) -> None:
+        self.host = host
         self.controller = controller
         self.logs = logs
         self.cfg = cfg
+        # records of a group freed without an append (RecordsFreed, decided by its actor): wake
+        # the group's ShareFetches waiting in the purgatory
+        host.on_records_freed = lambda group: logs.waits.bump(("group", group))
         #: one type per group id (:class:`wire.group_types.GroupTypes`)
         self.group_types = GroupTypes(cfg)
         #: ``is_coordinator(group) -> bool`` (see :class:`wire.consumer_client.ConsumerGroupClient`)
@@ -126,33 +121,31 @@ class ShareClient:
         #: share.auto.offset.reset=by_duration: the offset ListOffsets gave for the timestamp the
         #: actor asked for, sent as ``reset_offset`` with the partition's next ShareFetch
         self._reset: dict[tuple[str, str, int], int] = {}
-        #: per group: how many times records were freed without an append (see :meth:`_freed`)
-        self._frees: dict[str, int] = {}
-        #: per group: a heap of the acquisition-lock deadlines (``time.monotonic()`` seconds) of the
-        #: records this listener handed out; a long poll ends at the earliest (locks may expire)
-        self._lock_due: dict[str, list[float]] = {}
         self.timeout_s = float(cfg.get("shoal.wire.actor.timeout.ms", "30000")) / 1000
 
     # ------------------------------------------------------------------ plumbing
-    def _actor(self, group: str, create: bool) -> Any:
-        if not self.is_coordinator(group):
-            raise GroupRefused("NOT_COORDINATOR", f"node does not coordinate group {group}")
-        return self.controller.share_group_actor(group, create=create)
-
     def _ask(self, group: str, msg: Any, create: bool = True) -> Any:
         """One message to the group's actor (``create``: the request may create the group, see
-        the module doc). A ``NotReady`` from an actor that is passivating (it exits right after) is
-        retried once on the address the controller gives now. Raises :class:`GroupRefused` when
-        the controller will not start the actor, ``ActorTimeout`` when no answer comes."""
-        for attempt in (1, 2):
-            try:
-                reply = self.gateway.ask(self._actor(group, create), msg, self.timeout_s)
-            except ActorTimeout:
-                self.controller.forget_child(group)  # it may have exited; look it up again next time
-                raise
-            if type(reply).__name__ != "NotReady" or attempt == 2:
+        the module doc). A group whose actor does not run is admitted by the controller (the
+        census) and started first. A ``NotReady`` from an actor that is passivating is retried
+        once (it no longer gets requests; a fresh actor recovers). Raises :class:`GroupRefused`
+        (NOT_COORDINATOR on another node; the census' refusals), ``ActorTimeout`` when no answer
+        comes."""
+        if not self.is_coordinator(group):
+            raise GroupRefused("NOT_COORDINATOR", f"node does not coordinate group {group}")
+        reply: Any = None
+        for attempt in range(3):
+            reply = self.host.ask(group, msg, self.timeout_s)
+            if reply is None:
+                raise ActorTimeout(f"share group {group}: no answer to {type(msg).__name__} within {self.timeout_s}s")
+            if isinstance(reply, GroupNotRunning):
+                self.controller.admit_share_group(group, create)
+                err = self.host.start_group(group, max(self.timeout_s, 60))
+                if err is not None:
+                    raise ActorTimeout(f"share group {group} did not start: {err}")
+                continue
+            if not isinstance(reply, NotReady) or attempt == 2:
                 return reply
-            self.controller.forget_child(group)
         return reply
 
     # ------------------------------------------------------------------ heartbeat
@@ -179,8 +172,6 @@ class ShareClient:
             return HeartbeatResult(r.error, r.message, member_id, epoch)
         if type(r).__name__ == "NotReady":
             return HeartbeatResult("COORDINATOR_LOAD_IN_PROGRESS", None, member_id, epoch)
-        if epoch == -1 and not _err(r.error):
-            self._freed(group)  # a leaving member's acquired records are released
         assignment = None
         if r.assignment is not None:
             assignment = {uuid.UUID(tid): list(ps) for tid, ps in r.assignment}
@@ -195,42 +186,34 @@ class ShareClient:
         current -= {(str(t), p) for t, p in forgotten}
         return current
 
-    def fetch(self, group: str, member: str, epoch: int, wanted, forgotten, acks, max_records: int, max_wait_ms: int) -> ShareFetchResult:
-        """ShareFetch → one ``ShareFetchCmd`` (see module doc). ``wanted``/``forgotten`` are
-        (topic uuid, partition) lists; ``acks`` :class:`wire.backend.SharePartitionAck` list;
-        ``max_wait_ms`` the request's MaxWaitMs for the pre-ask long poll."""
-        from actors.share.messages import ShareFetchCmd, ShareFetchPartition as Part
+    def fetch(self, group: str, member: str, epoch: int, wanted, forgotten, acks, max_records: int, max_wait_ms: int,
+              acquire_mode: int = 0, batch_size: int | None = None, is_renew_ack: bool = False) -> ShareFetchResult:
+        """ShareFetch → one ``ShareFetchCmd`` (session step, piggy-backed acknowledgements,
+        acquisition), then — when it acquired nothing — the purgatory: the request waits, up to
+        ``max_wait_ms``, for an append to one of its partitions or records of the group freed
+        (:class:`wire.waits.WaitSet`), and each time tries again with a *continuation* that only
+        acquires (Kafka's ``DelayedShareFetch``). A wake-up whose records another fetch took first
+        goes back to waiting; it does not answer empty. ``wanted``/``forgotten`` are (topic uuid,
+        partition) lists; ``acks`` :class:`wire.backend.SharePartitionAck` list; ``acquire_mode``,
+        ``batch_size`` and ``is_renew_ack`` are ShareFetch v1/v2's ``ShareAcquireMode``,
+        ``BatchSize`` and ``IsRenewAck``."""
+        from actors.share.messages import ShareFetchCmd
 
         parts = self._session_after(group, member, epoch, wanted, forgotten)
         ack_by = {(str(a.topic_id), a.partition): tuple((b.first_offset, b.last_offset, tuple(b.types)) for b in a.batches) for a in acks}
         names = self.controller.names_by_id()
-        if epoch != -1 and not ack_by:
-            self._maybe_wait(group, parts, names, max_wait_ms)
-        read: dict[tuple[str, int], tuple[list[tuple[int, int]], bytes]] = {}
-        msg_parts = []
+        known: list[tuple[str, int]] = []
         unknown: list[tuple[str, int]] = []
         for tid, p in sorted(parts | set(ack_by)):
             name = names.get(tid)
-            if name is None or not 0 <= p < self.controller.partition_count(name):
-                unknown.append((tid, p))
-                continue
-            lg = self.logs.open(name, p)
-            hw, lso = lg.high_watermark, lg.log_start_offset
-            nxt = self._next.get((group, tid, p), -1)
-            batches: tuple[tuple[int, int], ...] | None = None
-            if epoch != -1 and (tid, p) in parts:
-                # next fetch offset unknown (first fetch, restart): read from the log start; the
-                # actor filters batches below its next fetch offset and tells us where it is
-                start = max(nxt, lso) if nxt >= 0 else lso
-                if start < hw:
-                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES)
-                    read[(tid, p)] = (bounds, data)
-                    batches = tuple(bounds)
-                else:
-                    batches = ()
-            reset = self._reset.pop((group, tid, p), None)
-            msg_parts.append(Part(tid, p, ack_by.get((tid, p), ()), nxt, batches, lso, hw, reset))
-        cmd = ShareFetchCmd(group, member, epoch, tuple(msg_parts), max_records if max_records > 0 else 500, tuple((str(t), p) for t, p in forgotten))
+            (known if name is not None and 0 <= p < self.controller.partition_count(name) else unknown).append((tid, p))
+        keys = [("partition", names[tid], p) for tid, p in known if (tid, p) in parts] + [("group", group)]
+        deadline = time.monotonic() + max(0, max_wait_ms) / 1000
+        limit = max_records if max_records > 0 else 500
+        seen = self.logs.waits.versions(keys)  # before the log is read: a change after it ends a wait
+        read, msg_parts = self._read_partitions(group, epoch, known, parts, ack_by, names, limit)
+        cmd = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, tuple((str(t), p) for t, p in forgotten),
+                            acquire_mode, is_renew_ack, batch_size)
         try:
             r = self._ask(group, cmd, create=epoch == 0)  # only a new share session may create the group
         except GroupRefused as exc:
@@ -246,120 +229,138 @@ class ShareClient:
                 self._session_parts.pop((group, member), None)
             else:
                 self._session_parts[(group, member)] = parts
-        freed = epoch == -1 or _releases(ack_by.values())
-        lock_s = (getattr(r, "acquisition_lock_timeout_ms", 0) or self.lock_ms(group)) / 1000
+        lock_ms = getattr(r, "acquisition_lock_timeout_ms", 0) or self.lock_ms(group)
+        #: (topic id, partition) → [latest result, the read it was decided on]; acknowledgement
+        #: outcomes come from the first attempt only (continuations carry none)
+        results: dict[tuple[str, int], list[Any]] = {}
+        self._absorb(group, r, read, results, names)
+        waits = epoch != -1 and not is_renew_ack and max_wait_ms > 0
+        quick = 0  # attempts in a row that need no wait (a stale read, a by_duration reset)
+        while waits and self._acquired_nothing(r):
+            woke: set | bool = True
+            if any(pr.refetch_from is not None or pr.reset_timestamp_ms is not None for pr in r.partitions) and quick < 3:
+                quick += 1
+            else:
+                quick = 0
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                wanted = self._wait_keys(r, names, group)
+                with parked():  # the purgatory holds no queued.max.requests slot (Kafka's DelayedShareFetch)
+                    woke = self.logs.waits.wait({k: seen.get(k, 0) for k in wanted}, remaining, group)
+                if not woke:
+                    break  # MaxWaitMs passed with nothing new
+            seen = self.logs.waits.versions(keys)
+            read, msg_parts = self._read_partitions(group, epoch, known, parts, {}, names, limit)
+            again = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, (), acquire_mode, False, batch_size, True)
+            try:
+                r = self._ask(group, again, create=False)
+            except (GroupRefused, ActorTimeout):
+                r = None
+            if r is None or type(r).__name__ in ("Failure", "NotReady") or _err(r.error) or not r.partitions:
+                if isinstance(woke, set):
+                    self.logs.waits.pass_on(woke, group)  # this fetch leaves: the next waiter tries
+                break  # the session moved on or the group is gone: answer what the first attempt had
+            self._absorb(group, r, read, results, names)
+            if isinstance(woke, set) and woke and not self._acquired_nothing(r) and self._records_left(r, names):
+                self.logs.waits.pass_on(woke, group)  # more than this fetch took: wake the next waiter
         out = []
+        for (tid, p), (pr, rd, ack_error) in results.items():
+            acquired = tuple(AcquiredRange(a, b, dc) for a, b, dc in pr.acquired)
+            data = self._bytes_for(rd, names.get(tid), p, acquired) if acquired else b""
+            lg = self.logs.get(names.get(tid), p)
+            out.append(ShareFetchPartition(uuid.UUID(tid), p, error=_err(pr.error), ack_error=ack_error, records=data, acquired=acquired,
+                                           log_start_offset=lg.log_start_offset if lg else -1, high_watermark=lg.high_watermark if lg else -1))
+        for tid, p in unknown:
+            err = "UNKNOWN_TOPIC_ID" if tid not in names else "UNKNOWN_TOPIC_OR_PARTITION"
+            out.append(ShareFetchPartition(uuid.UUID(tid), p, error=err, ack_error=err if (tid, p) in ack_by else None))
+        return ShareFetchResult(None, None, lock_ms, tuple(out))
+
+    def _wait_keys(self, r: Any, names: dict[str, str], group: str) -> list[tuple]:
+        """What an attempt that acquired nothing waits for: records of the group freed, always;
+        an append to a partition only where the attempt reached the high watermark. A partition
+        with records left that could not be acquired (locked by other members, the in-flight
+        window full: ``group.share.partition.max.record.locks``) gains nothing from an append —
+        only a free of the group helps — so its appends do not wake the fetch."""
+        keys: list[tuple] = [("group", group)]
+        for pr in r.partitions:
+            name = names.get(pr.topic_id)
+            if name is None or _err(pr.error) is not None:
+                continue
+            lg = self.logs.get(name, pr.partition)
+            nfo = pr.next_fetch_offset if pr.next_fetch_offset is not None else -1
+            if lg is None or nfo < 0 or nfo >= lg.high_watermark:
+                keys.append(("partition", name, pr.partition))
+        return keys
+
+    def _records_left(self, r: Any, names: dict[str, str]) -> bool:
+        """Whether an attempt left acquirable records behind: a partition whose next fetch offset
+        is below its high watermark."""
+        for pr in r.partitions:
+            name = names.get(pr.topic_id)
+            lg = self.logs.get(name, pr.partition) if name is not None and _err(pr.error) is None else None
+            if lg is not None and 0 <= (pr.next_fetch_offset if pr.next_fetch_offset is not None else -1) < lg.high_watermark:
+                return True
+        return False
+
+    @staticmethod
+    def _acquired_nothing(r: Any) -> bool:
+        """Whether a ShareFetch attempt acquired nothing although some partition could still give
+        records (one without an error): the request then waits in the purgatory."""
+        return not any(pr.acquired for pr in r.partitions) and any(_err(pr.error) is None for pr in r.partitions)
+
+    def _read_partitions(self, group: str, epoch: int, known: list[tuple[str, int]], parts: set[tuple[str, int]],
+                         ack_by: dict, names: dict[str, str], max_records: int) -> tuple[dict, list]:
+        """For each known partition: the batch boundaries of the log from the share-partition's
+        next fetch offset (as last answered; the log start when unknown) up to the high watermark
+        — no further than the batch holding the ``max_records``-th offset (what the request may
+        acquire) — and the ``ShareFetchPartition`` to send. Returns ``(reads, message partitions)``."""
+        from actors.share.messages import ShareFetchPartition as Part
+
+        read: dict[tuple[str, int], tuple[list[tuple[int, int]], bytes]] = {}
+        msg_parts = []
+        for tid, p in known:
+            name = names[tid]
+            lg = self.logs.open(name, p)
+            hw, lso = lg.high_watermark, lg.log_start_offset
+            nxt = self._next.get((group, tid, p), -1)
+            batches: tuple[tuple[int, int], ...] | None = None
+            if epoch != -1 and (tid, p) in parts:
+                # next fetch offset unknown (first fetch, restart): read from the log start; the
+                # actor filters batches below its next fetch offset and tells us where it is
+                start = max(nxt, lso) if nxt >= 0 else lso
+                if start < hw:
+                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES, max_records, _PARTITION_READ_BATCHES)
+                    read[(tid, p)] = (bounds, data)
+                    batches = tuple(bounds)
+                else:
+                    batches = ()
+            reset = self._reset.pop((group, tid, p), None)
+            msg_parts.append(Part(tid, p, ack_by.get((tid, p), ()), nxt, batches, lso, hw, reset))
+        return read, msg_parts
+
+    def _absorb(self, group: str, r: Any, read: dict, results: dict[tuple[str, int], list[Any]], names: dict[str, str]) -> None:
+        """Take one attempt's reply in: remember each partition's next fetch offset (or where to
+        read again), resolve a ``by_duration`` reset timestamp with ListOffsets for the next
+        attempt, and keep the partition's latest result with the read it was decided on (the
+        first attempt's acknowledgement outcome stays)."""
         for pr in r.partitions:
             key = (group, pr.topic_id, pr.partition)
             if pr.refetch_from is not None:
                 self._next[key] = pr.refetch_from
             elif pr.next_fetch_offset is not None and pr.next_fetch_offset >= 0:
                 self._next[key] = pr.next_fetch_offset
-            if pr.acquired:
-                self._lock_expires(group, lock_s)
             if pr.reset_timestamp_ms is not None and names.get(pr.topic_id):
                 # by_duration: resolve the timestamp here (ListOffsets semantics; the log end when
-                # no record is that recent) for the next ShareFetch
+                # no record is that recent) for the next attempt
                 err, off, _ts = self.logs.list_offset(names[pr.topic_id], pr.partition, int(pr.reset_timestamp_ms))
                 if err is None:
                     lg_ = self.logs.open(names[pr.topic_id], pr.partition)
                     self._reset[key] = off if off >= 0 else lg_.high_watermark
-            acquired = tuple(AcquiredRange(a, b, dc) for a, b, dc in pr.acquired)
-            data = b""
-            if acquired:
-                data = self._bytes_for(read.get((pr.topic_id, pr.partition)), names.get(pr.topic_id), pr.partition, acquired)
-            lg = self.logs.logs().get((names.get(pr.topic_id), pr.partition))
-            out.append(
-                ShareFetchPartition(
-                    uuid.UUID(pr.topic_id),
-                    pr.partition,
-                    error=_err(pr.error),
-                    ack_error=_err(pr.acknowledge_error),
-                    records=data,
-                    acquired=acquired,
-                    log_start_offset=lg.log_start_offset if lg else -1,
-                    high_watermark=lg.high_watermark if lg else -1,
-                )
-            )
-        for tid, p in unknown:
-            err = "UNKNOWN_TOPIC_ID" if tid not in names else "UNKNOWN_TOPIC_OR_PARTITION"
-            out.append(ShareFetchPartition(uuid.UUID(tid), p, error=err, ack_error=err if (tid, p) in ack_by else None))
-        if freed:
-            self._freed(group)
-        return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))
-
-    def _freed(self, group: str) -> None:
-        """Records of ``group`` may have become acquirable without an append (a RELEASE
-        acknowledgement, a closed share session, a member that left, an acquisition lock that
-        expired): end every long poll of this listener so that waiting ShareFetches of the group ask
-        the actor now (:meth:`_maybe_wait`). Called after the actor's answer, i.e. once the
-        decision is durable."""
-        with self._lock:
-            self._frees[group] = self._frees.get(group, 0) + 1
-        self.logs.notify()
-
-    def _lock_expires(self, group: str, lock_s: float) -> None:
-        """Remember that records of ``group`` acquired now stay locked for ``lock_s`` seconds
-        (``AcquisitionLockTimeoutMs``): a long poll of the group ends then at the latest."""
-        now = time.monotonic()
-        with self._lock:
-            heap = self._lock_due.setdefault(group, [])
-            while heap and heap[0] <= now:  # bounded by lock duration × fetch rate
-                heapq.heappop(heap)
-            heapq.heappush(heap, now + lock_s)
-
-    def _next_lock_due(self, group: str, now: float) -> float | None:
-        """The earliest acquisition-lock deadline of ``group`` still ahead of ``now`` (monotonic
-        seconds), or ``None``. Deadlines at or before ``now`` are dropped and count as records
-        freed (:meth:`_freed`): every long poll of the group ends and asks the actor, which expires
-        those locks and may hand the records out again."""
-        expired = False
-        with self._lock:
-            heap = self._lock_due.get(group)
-            while heap and heap[0] <= now:
-                heapq.heappop(heap)
-                expired = True
-            due = heap[0] if heap else None
-        if expired:
-            self._freed(group)
-        return due
-
-    def _maybe_wait(self, group: str, parts: set[tuple[str, int]], names: dict[str, str], max_wait_ms: int) -> None:
-        """Long poll before asking: while every session partition's next fetch offset is known
-        and at the high watermark, wait (up to ``max_wait_ms``) for an append, records of the group
-        freed (:meth:`_freed`) or the earliest acquisition lock of the group to expire
-        (:meth:`_next_lock_due`); the version and the free count are read before the checks, so
-        an event between a check and the sleep is not lost. The wait holds no
-        ``queued.max.requests`` slot (:func:`wire.quotas.parked`; Kafka's ``DelayedShareFetch``
-        waits in purgatory, outside the request queue)."""
-        if max_wait_ms <= 0 or not parts:
-            return
-        deadline = time.monotonic() + max_wait_ms / 1000
-        with self._lock:
-            frees = self._frees.get(group, 0)
-        while True:
-            seen = self.logs.data_version()  # before the checks: an append or a free after it ends the wait
-            with self._lock:
-                if self._frees.get(group, 0) != frees:
-                    return  # records of the group were freed since this fetch began: ask
-            idle = True
-            for tid, p in parts:
-                name = names.get(tid)
-                nxt = self._next.get((group, tid, p), -1)
-                if name is None or nxt < 0 or not 0 <= p < self.controller.partition_count(name):
-                    return
-                if nxt < self.logs.open(name, p).high_watermark:
-                    idle = False
-                    break
-            now = time.monotonic()
-            remaining = deadline - now
-            if not idle or remaining <= 0:
-                return
-            due = self._next_lock_due(group, now)  # an expired lock counts as a free (checked above)
-            if due is not None:
-                remaining = min(remaining, due - now)
-            with parked():
-                self.logs.wait(max(1, math.ceil(remaining * 1000)), seen)
+            tp = (pr.topic_id, pr.partition)
+            prev = results.get(tp)
+            ack_error = _err(pr.acknowledge_error) if prev is None else prev[2]
+            results[tp] = [pr, read.get(tp), ack_error]
 
     def _bytes_for(self, read: tuple[list[tuple[int, int]], bytes] | None, name: str | None, partition: int, acquired: tuple[AcquiredRange, ...]) -> bytes:
         """The bytes of the read batches that overlap ``acquired`` (read again from the log when the
@@ -410,8 +411,6 @@ class ShareClient:
         if epoch == -1:
             with self._lock:
                 self._session_parts.pop((group, member), None)
-        if epoch == -1 or _releases(a.acknowledgement_batches for a in parts):
-            self._freed(group)
         out = [ShareFetchPartition(uuid.UUID(p.topic_id), p.partition, ack_error=_err(p.error), ack_error_message=p.message or None) for p in r.partitions]
         out += [ShareFetchPartition(uuid.UUID(t), p, ack_error="UNKNOWN_TOPIC_ID" if t not in names else "UNKNOWN_TOPIC_OR_PARTITION") for t, p in unknown]
         return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))
@@ -591,6 +590,7 @@ class ShareClient:
             for k in [k for k in self._session_parts if k[0] == group]:
                 del self._session_parts[k]
             getattr(self, "_lock_ms", {}).pop(group, None)  # its configs went with it
+        self.host.stop_group(group)  # the next request for the id starts a fresh group
         self.controller.forget_share_group(group)
         return None, None
 
@@ -645,15 +645,12 @@ class ShareClient:
         return None, None, out
 
     def _ask_live(self, group: str, msg: Any) -> Any:
-        """Ask ``group``'s actor only if it is running (:meth:`ControllerClient.live_share_group`);
-        ``None`` otherwise or when it does not answer. Never starts an actor."""
-        addr = self.controller.live_share_group(group)
-        if addr is None:
+        """Ask ``group``'s actor only if it is running (:meth:`ShareGroupHost.running`); ``None``
+        otherwise or when it does not answer. Never starts an actor."""
+        if not self.host.running(group):
             return None
-        try:
-            return self.gateway.ask(addr, msg, self.timeout_s)
-        except ActorTimeout:
-            return None
+        r = self.host.ask(group, msg, self.timeout_s)
+        return None if r is None or isinstance(r, GroupNotRunning) else r
 
     def list_groups(self) -> list[tuple[str, str, str]]:
         """``(group id, "share", state)`` of every share group that exists. The state is asked
@@ -662,8 +659,8 @@ class ShareClient:
         (recovering, timed out) is ``Unknown`` (Kafka's ``ShareGroupState.UNKNOWN``). No actor is
         started."""
         out = []
-        for gid, gtype, _ in self.controller.share_groups():
-            if self.controller.live_share_group(gid) is None:
+        for gid in self.controller.share_groups():
+            if not self.host.running(gid):
                 state = "Empty"
             else:
                 d = self._ask_live(gid, DescribeShareGroup(gid))
@@ -673,19 +670,23 @@ class ShareClient:
                     state = "Dead"
                 else:
                     state = d.group_state
-            out.append((gid, gtype, state))
+            out.append((gid, "share", state))
         return out
 
     def status(self) -> dict[str, int]:
-        """Counts over the share groups: groups (that exist), members and in-flight records (of
-        the running actors; a passivated group has none). Starts no actor and keeps none alive."""
-        groups = members = inflight = 0
-        for gid, _type, _state in self.controller.share_groups():
+        """Counts over the share groups: groups (that exist), running actors, members and
+        in-flight records (of the running actors; a passivated group has none), passivations so
+        far. Starts no actor and keeps none alive."""
+        groups = members = inflight = running = 0
+        for gid in self.controller.share_groups():
             groups += 1
             r = self._ask_live(gid, StatusRequest())
             if not isinstance(r, StatusReply):
                 continue
+            running += 1
             counts = r.counts or {}
             members += int(counts.get("members", 0))
             inflight += int(counts.get("in_flight_records", counts.get("in_flight", 0)))
-        return {"groups": groups, "members": members, "in_flight_records": inflight}
+        host = self.host.status() if hasattr(self.host, "status") else {}
+        return {"groups": groups, "group_actors": running, "members": members, "in_flight_records": inflight,
+                "group_passivations": int(host.get("passivations", 0))}

@@ -26,9 +26,10 @@ A thin shell over the pure model (:mod:`actors.controller.state`): *receive → 
   fails or is poisoned, handles ``ActorExitRequest`` (children exit with it),
   ``ChildActorExited`` and ``PoisonMessage``;
 * keeps the census of share groups (the log's ``share-group:`` streams at recovery plus the groups
-  it started since) and enforces ``group.share.max.groups`` when a lookup would create a group; a
-  lookup without ``create`` never starts an actor for a group that does not exist
-  (:mod:`actors.share.limits`).
+  it admitted since) and enforces ``group.share.max.groups`` when a request would create a group
+  (:class:`AdmitShareGroup`); one without ``create`` never admits a group that does not exist
+  (:mod:`actors.share.limits`). The groups' actors run in the listener process
+  (:mod:`actors.share.host`).
 
 Handler exceptions never escape (Thespian would retry and then bounce the message): the sender
 gets ``Failure("UNKNOWN_SERVER_ERROR", …)`` instead, as elastic/rally's ``no_retry`` does.
@@ -106,7 +107,9 @@ from actors.controller.messages import (
     StateDump,
     StateDumpRequest,
     StopChild,
+    AdmitShareGroup,
     ForgetShareGroup,
+    ShareGroupAdmitted,
     SubscribeFrontiers,
     TopicMetadata,
 )
@@ -841,13 +844,10 @@ class ControllerActor(EventSourcedActor):
                 rec.waiters.append(sender)
             return
         if msg.kind == "share":
-            # share groups: only a group that exists is started without ``create``; a new one
-            # only below group.share.max.groups (actors.share.limits)
-            refusal = admit_share_group(msg.name, self._share_groups, msg.create, self._max_share_groups)
-            if refusal is not None:
-                self.send(sender, Failure(refusal.error, refusal.message))
-                return
-        elif not msg.create:
+            # share groups run in the listener process (actors.share.host): AdmitShareGroup
+            self.send(sender, Failure("UNKNOWN_SERVER_ERROR", "share groups are not the controller's children: send AdmitShareGroup"))
+            return
+        if not msg.create:
             self.send(sender, Failure("UNKNOWN_TOPIC_OR_PARTITION", f"no {msg.kind} actor named {msg.name!r}"))
             return
         spec = self._sup.kinds.get(msg.kind)
@@ -861,8 +861,17 @@ class ControllerActor(EventSourcedActor):
         rec = ChildRecord(msg.kind, msg.name, address)
         rec.waiters.append(sender)
         self._sup.children[key] = rec
-        if msg.kind == "share":
-            self._share_groups.add(msg.name)
+
+    def receiveMsg_AdmitShareGroup(self, msg: AdmitShareGroup, sender: Any) -> None:
+        """The census of ``group.share.max.groups`` (:func:`actors.share.limits.admit_share_group`):
+        :class:`ShareGroupAdmitted` (a new group joins the census) or ``Failure``
+        (GROUP_ID_NOT_FOUND, GROUP_MAX_SIZE_REACHED)."""
+        refusal = admit_share_group(msg.name, self._share_groups, msg.create, self._max_share_groups)
+        if refusal is not None:
+            self.send(sender, Failure(refusal.error, refusal.message))
+            return
+        self._share_groups.add(msg.name)
+        self.send(sender, ShareGroupAdmitted(msg.name))
 
     def _start_child(self, kind: str, name: str) -> Any:
         spec = self._sup.kinds[kind]
@@ -910,9 +919,10 @@ class ControllerActor(EventSourcedActor):
         self._passivations += 1
 
     def receiveMsg_ForgetShareGroup(self, msg: ForgetShareGroup, sender: Any) -> None:
-        """A share group was deleted: out of the census, and its actor stopped → :class:`ChildStopped`."""
+        """A share group was deleted: out of the census → :class:`ChildStopped` (its actor, in the
+        listener process, was stopped there)."""
         self._share_groups.discard(msg.name)
-        self.receiveMsg_StopChild(StopChild("share", msg.name), sender)
+        self.send(sender, ChildStopped("share", msg.name))
 
     def receiveMsg_StopChild(self, msg: StopChild, sender: Any) -> None:
         """Stop a child on purpose → :class:`ChildStopped` once it exited."""

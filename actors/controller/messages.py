@@ -50,7 +50,9 @@ from actors.controller.scram import AlterResult, DescribeResult, ScramCredential
 from actors.messages import _Msg
 
 __all__ = [
+    "AdmitShareGroup",
     "ForgetShareGroup",
+    "ShareGroupAdmitted",
     "CreatePartitionsReply",
     "CreatePartitionsRequest",
     "AlterUserScramCredentialsReply",
@@ -424,13 +426,12 @@ class SinceAdvanced(_Msg):
 
 
 class ChildLookup(_Msg):
-    """Ask for the child of ``kind`` named ``name`` (e.g. ``("share", group_id)``,
-    ``("rlmm", "7")``); ``create``: start it if absent. Reply :class:`ChildAddress` once the child
+    """Ask for the child of ``kind`` named ``name`` (e.g. ``("rlmm", "7")``, ``("consumer",
+    group_id)``); ``create``: start it if absent. Reply :class:`ChildAddress` once the child
     answered ``Configured`` (it has recovered), or ``Failure`` (UNKNOWN_SERVER_ERROR: unknown
     kind, class not importable, configure failed; UNKNOWN_TOPIC_OR_PARTITION when absent and
-    ``create`` is false). Kind ``share``: a group that exists (in the controller's census) is
-    started even without ``create``; an unknown one without ``create`` is GROUP_ID_NOT_FOUND, and
-    with ``create`` beyond ``group.share.max.groups`` GROUP_MAX_SIZE_REACHED."""
+    ``create`` is false). Share groups are not the controller's children: see
+    :class:`AdmitShareGroup`."""
 
     __slots__ = ("kind", "name", "create")
 
@@ -474,11 +475,30 @@ class ChildKindRegistered(_Msg):
         self.kind = kind
 
 
+@dataclass(frozen=True, slots=True)
+class AdmitShareGroup:
+    """May share group ``name`` run? The census of ``group.share.max.groups``: a group that exists
+    (in the controller's census) is admitted even without ``create``; an unknown one without
+    ``create`` is refused GROUP_ID_NOT_FOUND, and with ``create`` beyond the limit
+    GROUP_MAX_SIZE_REACHED (:func:`actors.share.limits.admit_share_group`); an admitted new group
+    joins the census. Reply :class:`ShareGroupAdmitted` or ``Failure``. The group's actor itself
+    runs in the listener process (:mod:`actors.share.host`)."""
+
+    name: str
+    create: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupAdmitted:
+    """Reply to :class:`AdmitShareGroup`: ``name`` is in the census."""
+
+    name: str
+
+
 class ForgetShareGroup(_Msg):
     """Share group ``name`` was deleted (DeleteGroups appended ``ShareGroupDeleted`` to its
     stream): drop it from the census (it no longer counts against ``group.share.max.groups``, and
-    only a request that may create a group starts it again) and stop its actor (the next one
-    recovers the stream, which ends deleted, as a fresh group). Reply :class:`ChildStopped`."""
+    only a request that may create a group starts it again). Reply :class:`ChildStopped`."""
 
     __slots__ = ("name",)
 

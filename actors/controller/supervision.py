@@ -1,7 +1,8 @@
 """Supervision bookkeeping for the controller's child actors (no Thespian calls in here).
 
-A registry of child *kinds* (``"share"`` → ``actors.share.actor.ShareGroupActor``, ``"rlmm"`` →
-``actors.rlmm.actor.RlmmPartitionActor``, or any ShoalActor given by class path) and of the live
+A registry of child *kinds* (``"rlmm"`` → ``actors.rlmm.actor.RlmmPartitionActor``,
+``"consumer"`` → ``actors.consumer.actor.ConsumerGroupActor``, or any ShoalActor given by class
+path; share groups run in the listener process, :mod:`actors.share.host`) and of the live
 children by ``(kind, name)``. The :class:`~actors.controller.actor.ControllerActor` creates a
 child on demand, sends it ``Configure(config, name, journal)``, and answers lookups once the child
 has answered ``Configured`` (it recovers by replaying its own stream). When a child exits without
@@ -21,7 +22,6 @@ __all__ = ["ChildRecord", "ChildSpec", "DEFAULT_CHILD_KINDS", "Supervisor"]
 
 #: Child kinds the controller knows without configuration (other helpers' actors).
 DEFAULT_CHILD_KINDS: dict[str, str] = {
-    "share": "actors.share.actor.ShareGroupActor",
     "rlmm": "actors.rlmm.actor.RlmmPartitionActor",
     # consumer groups (classic protocol, issue 16)
     "consumer": "actors.consumer.actor.ConsumerGroupActor",

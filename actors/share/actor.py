@@ -103,6 +103,7 @@ from actors.share.sessions import (
     ShareSessions,
     decide_share_acknowledge,
     decide_share_fetch,
+    next_epoch,
 )
 from events.base import DomainEvent
 from events.codec import decode_recorded, new_event
@@ -264,6 +265,8 @@ class ShareGroupActor(EventSourcedActor):
         self._pipeline_gen = 0
         self._durable_version = 0
         self._passivate_when_durable = False
+        #: :class:`Passivating` was sent to the supervisor; its ``Passivate`` ends the actor
+        self._passivation_requested = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -281,6 +284,7 @@ class ShareGroupActor(EventSourcedActor):
         self._ready = False  # (re-)configuring: fail closed until recovered
         self._reset_pipeline()
         self._supervisor = msg.supervisor  # told before a passivation exit, so it does not restart us
+        self._timer_service = msg.timer  # in-process hosting: the host's timers
         self._group_id = msg.name
         self._stream = stream_id_for(msg.name)
         self._sessions = ShareSessions(self._broker.max_share_sessions)
@@ -308,7 +312,7 @@ class ShareGroupActor(EventSourcedActor):
             if configurer is not None:
                 self.send(configurer, Failure("COORDINATOR_LOAD_IN_PROGRESS", f"recovery failed: {text}"))
             else:  # a reload after a refused append: try again (requests meanwhile get NotReady)
-                self.wakeupAfter(timedelta(milliseconds=RELOAD_RETRY_MS), payload=("share-group-reload", gen))
+                self.schedule_wakeup(timedelta(milliseconds=RELOAD_RETRY_MS), ("share-group-reload", gen))
 
         def on_page(page: Any, first: bool) -> None:
             if gen != self._recovery_gen:
@@ -366,24 +370,36 @@ class ShareGroupActor(EventSourcedActor):
                 log.warning("share group %s: snapshot at exit failed", self._group_id, exc_info=True)
 
     def receiveMsg_Passivate(self, msg: m.Passivate, sender: Any) -> None:
-        """Save a snapshot and exit now (once the appends in flight are durable)."""
-        if self._ready and self._inflight:
+        """Save a snapshot and exit now (once the appends in flight are durable; at once when not
+        ready — recovering after a refused append — without a snapshot): the parent's answer to
+        :class:`Passivating`, or its memory pressure."""
+        if self._inflight:
             self._passivate_when_durable = True
-        elif self._ready:
+        else:
             self._passivate()
+
+    def _request_passivation(self) -> None:
+        """Idle: with a supervisor, ask it (:class:`Passivating`) and go on serving until it answers
+        :class:`~actors.share.messages.Passivate` — it first stops routing requests here, so none
+        reaches an actor that has exited (an in-process system drops messages to exited actors).
+        Without a supervisor, passivate now."""
+        if getattr(self, "_supervisor", None) is None:
+            self._passivate()
+        elif not self._passivation_requested:
+            self._passivation_requested = True
+            self.send(self._supervisor, Passivating(self._group_id))
 
     def _passivate(self) -> None:
         """Save a snapshot (best effort: the events are the truth, a missing snapshot only means a
         longer replay at rehydration) and exit."""
-        if self._version > self._snap_version:
+        durable = self._ready and self._state is not None and self._version == self._durable_version
+        if durable and self._version > self._snap_version:
             try:
                 self._save_snapshot()
             except Exception:
                 log.warning("share group %s: snapshot at passivation failed", self._group_id, exc_info=True)
         self._passivated = True
         self._ready = False
-        if getattr(self, "_supervisor", None) is not None:
-            self.send(self._supervisor, Passivating(self._group_id))
         self.send(self.myAddress, ActorExitRequest())
 
     def _save_snapshot(self) -> None:
@@ -442,7 +458,7 @@ class ShareGroupActor(EventSourcedActor):
 
     def _passivate_if_idle(self, now: int) -> None:
         if self._ready and self._idle(now):
-            self._passivate()
+            self._request_passivation()
         else:
             self._schedule(now)
 
@@ -470,7 +486,7 @@ class ShareGroupActor(EventSourcedActor):
         # actor exit at start, seen in the daemon): wake at least hourly; an early wakeup finds
         # nothing due and re-arms.
         delay_ms = min(max(0, due - now), MAX_WAKEUP_DELAY_MS)
-        self.wakeupAfter(timedelta(milliseconds=delay_ms), payload=("share-group-timer", due))
+        self.schedule_wakeup(timedelta(milliseconds=delay_ms), ("share-group-timer", due))
 
     # ------------------------------------------------------------------ the persist / evolve step
 
@@ -513,6 +529,8 @@ class ShareGroupActor(EventSourcedActor):
         An event that fails to apply (a bug) leaves a state that is not the fold of the stream:
         the durable state is reloaded before anything else is decided, and the error raised."""
         assert self._state is not None
+        watch = getattr(self, "_supervisor", None) is not None
+        before = self._acquirability(events) if watch else {}
         try:
             for e in events:
                 self._state.apply(e)
@@ -522,6 +540,32 @@ class ShareGroupActor(EventSourcedActor):
             log.exception("share group %s: applying a decided event failed; reloading", self._group_id)
             self._reload()
             raise
+        if watch and self._frees_records(before):
+            self.send(self._supervisor, m.RecordsFreed(self._group_id))
+
+    def _acquirability(self, events: list[DomainEvent]) -> dict[TP, tuple[int, bool]]:
+        """For each share-partition the events touch: its next fetch offset and whether its
+        in-flight window has room (:meth:`SharePartition.can_acquire_records`), before they apply."""
+        assert self._state is not None
+        out: dict[TP, tuple[int, bool]] = {}
+        for e in events:
+            if isinstance(e, SHARE_PARTITION_EVENTS):
+                key = (e.topic_id, e.partition)  # type: ignore[attr-defined]
+                sp = self._state.partitions.get(key)
+                if key not in out and sp is not None:
+                    out[key] = (sp.next_fetch_offset(), sp.can_acquire_records())
+        return out
+
+    def _frees_records(self, before: dict[TP, tuple[int, bool]]) -> bool:
+        """Whether records became acquirable without an append to the log (:class:`RecordsFreed`):
+        a next fetch offset moved back (records released, locks expired) or a full in-flight
+        window got room."""
+        assert self._state is not None
+        for key, (nfo, could) in before.items():
+            sp = self._state.partitions.get(key)
+            if sp is not None and (sp.next_fetch_offset() < nfo or (not could and sp.can_acquire_records())):
+                return True
+        return False
 
     def _durable(self, events: list[DomainEvent], results: list[AppendResult] | PersistError,
                  then: Callable[[], None], fail: Callable[[str, str], None]) -> None:
@@ -584,7 +628,12 @@ class ShareGroupActor(EventSourcedActor):
         they are dropped, so clients re-open them, as after a restart)."""
         name = "NOT_COORDINATOR" if err.error == "CONCURRENCY" else "UNKNOWN_SERVER_ERROR"
         log.warning("share group %s: append refused (%s); reloading", self._group_id, err)
+        exiting = self._passivate_when_durable  # the parent already stopped routing here
         self._reset_pipeline(name, str(err))
+        if exiting:
+            self._ready = False  # nothing evolved since the refused append is durable: no snapshot
+            self._passivate()
+            return
         self._reload()
 
     def _reset_pipeline(self, error: str | None = None, text: str = "") -> None:
@@ -659,7 +708,13 @@ class ShareGroupActor(EventSourcedActor):
 
     def _run_due(self, now: int, then: Callable[[], None], failed: Callable[[str, str], None] | None = None) -> None:
         """Process everything due at ``now`` (:meth:`_due_steps`), then call ``then``; when an
-        append of those steps is refused call ``failed`` (default: ``then``) instead."""
+        append of those steps is refused call ``failed`` (default: ``then``) instead. Before the
+        armed timer's due time nothing can be due (it is armed for the earliest deadline, and
+        deadlines only ever get later or go away between two :meth:`_schedule` calls), so the
+        scan is skipped."""
+        if self._timer_due is not None and now < self._timer_due:
+            then()
+            return
         self._chain(self._due_steps(now), then, failed or (lambda err, text: then()))
 
     def _begin(self, msg: Any, sender: Any) -> int | None:
@@ -750,12 +805,22 @@ class ShareGroupActor(EventSourcedActor):
         assert self._state is not None
         st = self._state
         has_acks = any(p.acknowledgement_batches for p in msg.partitions)
-        try:
-            sd = decide_share_fetch(self._sessions, msg.member_id, msg.share_session_epoch,
-                                    [(p.topic_id, p.partition) for p in msg.partitions], msg.forgotten, has_acks)
-        except ShareError as exc:
-            self._reply(sender, m.ShareFetchReply(exc.error_name, exc.message))
-            return
+        if msg.continuation:
+            # the purgatory's next attempt: acquisition only, on the session the first attempt
+            # left (its epoch moved once, to next_epoch(share_session_epoch)); nothing when the
+            # session moved on since (another request of the member) or the attempt carries acks
+            cur = self._sessions.get(msg.member_id)
+            if cur is None or cur.epoch != next_epoch(msg.share_session_epoch) or has_acks or msg.share_session_epoch == -1:
+                self._reply(sender, m.ShareFetchReply("NONE", "", (), st.membership.configs.effective_record_lock_duration_ms(self._broker)))
+                return
+            sd = SessionDecision(msg.member_id, "CONTINUE", cur.epoch, partitions=tuple(sorted(cur.partitions)))
+        else:
+            try:
+                sd = decide_share_fetch(self._sessions, msg.member_id, msg.share_session_epoch,
+                                        [(p.topic_id, p.partition) for p in msg.partitions], msg.forgotten, has_acks)
+            except ShareError as exc:
+                self._reply(sender, m.ShareFetchReply(exc.error_name, exc.message))
+                return
         lock_ms = st.membership.configs.effective_record_lock_duration_ms(self._broker)
         reset = st.membership.configs.effective_auto_offset_reset()
         pre: list[DomainEvent] = []        # initializations and log-start-offset moves
@@ -811,20 +876,25 @@ class ShareGroupActor(EventSourcedActor):
             cur = work if work is not None else base
             acks: list[tuple[int, int, tuple[int, ...]]] = []
             if p.acknowledgement_batches:
-                acks = [(int(a), int(b), tuple(int(t) for t in ts)) for a, b, ts in p.acknowledgement_batches]
+                acks = _ack_batches(p.acknowledgement_batches)
                 if validate_acknowledgement_batches(acks) is not None:  # KafkaApis validation
                     res.acknowledge_error = "INVALID_REQUEST"
                     acks = []
             refetch: list[int] = []
 
             def read_log(offset: int, p: m.ShareFetchPartition = p, refetch: list[int] = refetch) -> list[tuple[int, int]]:
-                """The caller's batches from ``offset`` on; when the caller did not read there, ask
-                it to (``refetch_from``) and acquire nothing now."""
+                """The caller's batches from ``offset`` on; when the caller did not read there —
+                it started above ``offset``, or its read ended below ``offset`` while the log goes
+                on (it read from a next fetch offset that other members' acquisitions have since
+                moved past) — ask it to (``refetch_from``) and acquire nothing now."""
                 if p.log_batches is None:
                     refetch.append(offset)
                     return []
                 batches = [(a, b) for a, b in p.log_batches if b >= offset]
                 if p.fetch_offset > offset and (not batches or batches[0][0] > offset):
+                    refetch.append(offset)
+                    return []
+                if not batches and offset < p.high_watermark:
                     refetch.append(offset)
                     return []
                 if batches and msg.share_acquire_mode == 1:
@@ -879,7 +949,7 @@ class ShareGroupActor(EventSourcedActor):
 
     def _after_session(self, sd: SessionDecision, now: int, rest: list[Callable[[], list[DomainEvent]]],
                        reply: Callable[[], None], fail: Callable[[str, str], None]) -> None:
-        if sd.kind != "FINAL":
+        if sd.kind not in ("FINAL", "CONTINUE"):
             self._sessions.apply(sd, now)
         self._chain(rest, reply, fail)
 
@@ -944,7 +1014,7 @@ class ShareGroupActor(EventSourcedActor):
                 results.append(m.PartitionResult(p.topic_id, p.partition, "UNKNOWN_TOPIC_OR_PARTITION",
                                                  "The share-partition is not known to this group."))
                 continue
-            batches = [(int(a), int(b), tuple(int(t) for t in ts)) for a, b, ts in p.acknowledgement_batches]
+            batches = _ack_batches(p.acknowledgement_batches)
             bad = validate_acknowledgement_batches(batches)
             if bad is not None:
                 results.append(m.PartitionResult(p.topic_id, p.partition, "INVALID_REQUEST", bad))
@@ -1153,6 +1223,12 @@ class ShareGroupActor(EventSourcedActor):
             self._reply(sender, m.ShareGroupStateDump(self._group_id, self._version, self._state.to_dict()))
 
         self._handle(msg, sender, body)
+
+
+def _ack_batches(batches: Iterable[tuple[int, int, Iterable[int]]]) -> list[tuple[int, int, tuple[int, ...]]]:
+    """A request's acknowledgement batches as ``(first, last, (type, …))`` tuples of plain ints
+    (one ``map`` per batch: a mixed acknowledgement carries a type per offset)."""
+    return [(int(a), int(b), tuple(map(int, ts))) for a, b, ts in batches]
 
 
 def _record_limit(batches: list[tuple[int, int]], from_offset: int, limit: int) -> list[tuple[int, int]]:

@@ -23,14 +23,13 @@ Defaults and ranges follow Kafka 4.x where they differ from the late-2024 refere
 where Kafka had only sized its share-session cache with it) is enforced by Shoal: see
 :mod:`actors.share.limits`. Its default stays Kafka's 10, but its upper bound is Shoal's 10,000
 where Kafka's was 100: Kafka's bound sized an in-memory session cache (``max.groups × max.size``)
-that Shoal does not have; in Shoal it only caps how many share groups (one actor process each) may
-exist, and deployments (and issue 14's measurement of 200 active groups) need more than 100. The key
+that Shoal does not have; in Shoal it only caps how many share groups may exist, and deployments (and issue 14's measurement of 200 active groups) need more than 100. The key
 stays a short, as in Kafka.
 
 Shoal's own keys: ``shoal.share.group.passivate.ms`` (idle time before a ShareGroupActor saves a
 snapshot and exits), ``shoal.share.group.snapshot.every.events`` (snapshot cadence) and
-``shoal.share.group.append.path`` (``auto``/``direct``/``journal``: whether a group's actor writes its
-stream itself or through the JournalActor, :meth:`BrokerShareConfig.appends_through_journal`).
+``shoal.share.group.append.path`` (``auto``/``direct``/``journal``: whether a group's actor commits its
+decisions itself or through a group-committing journal, :meth:`BrokerShareConfig.appends_through_journal`).
 """
 
 from __future__ import annotations
@@ -218,18 +217,19 @@ class BrokerShareConfig:
         return cfg
 
     def appends_through_journal(self, event_log_url: str) -> bool:
-        """Whether a ShareGroupActor appends through the JournalActor (``True``) or writes its
-        stream itself (``False``), by ``shoal.share.group.append.path``: ``journal``, ``direct``,
-        or ``auto`` (the default): direct on SQLite, the journal elsewhere (PostgreSQL).
+        """Whether a ShareGroupActor appends through a journal (``True``) or commits its decisions
+        itself (``False``), by ``shoal.share.group.append.path``: ``journal``, ``direct``, or
+        ``auto`` (the default: the journal, on SQLite and PostgreSQL alike).
 
-        Direct: a ShareFetch's decision is durable after one SQLite commit in the group's own
-        process — two Thespian messages fewer on every request (the latency of the share path,
-        issue 14) — at the cost of one SQLite connection per active group; SQLite serializes the
-        writers of one file. Through the journal: the appends of every actor are group-committed
-        by one process holding the log's only connection (PostgreSQL: one connection in all,
-        whatever the number of groups)."""
+        In the daemon the groups run on one thread of the listener process
+        (:mod:`actors.share.host`). Through the journal — a :class:`actors.journal.JournalWriter`
+        thread — the appends are pipelined and group-committed: the groups go on deciding while a
+        commit runs, and the decisions made meanwhile share the next transaction (one fsync for
+        many requests). Direct: each decision is one commit on the groups' thread, which waits for
+        it (one hand-off fewer per request, no batching). ``event_log_url`` is kept for callers
+        that choose by database; both paths work on both."""
         if self.append_path == "auto":
-            return not event_log_url.startswith("sqlite")
+            return True
         return self.append_path == "journal"
 
     def with_overrides(self, **kwargs: Any) -> "BrokerShareConfig":

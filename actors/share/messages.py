@@ -28,6 +28,7 @@ Record bytes never pass through the actor. The split for ShareFetch:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from actors.messages import _Msg
@@ -46,6 +47,7 @@ __all__ = [
     "MemberDescription",
     "PartitionResult",
     "Passivate",
+    "RecordsFreed",
     "ShareAcknowledgeCmd",
     "ShareAcknowledgePartition",
     "ShareAcknowledgeReply",
@@ -141,14 +143,20 @@ class ShareFetchCmd(_Msg):
     most ``max_records`` new records), and ``is_renew_ack`` (the request carries RENEW
     acknowledgements: they are processed and no records are acquired); ``batch_size`` (v1+
     ``BatchSize``: new records are split into in-flight batches of about that size; ``None``: one
-    per acquisition). Reply: :class:`ShareFetchReply`."""
+    per acquisition).
+
+    ``continuation``: the same ShareFetch again, from the purgatory (Kafka's ``DelayedShareFetch``
+    trying to complete): the first attempt, with ``share_session_epoch``, did the session step and
+    the acknowledgements and acquired nothing; this one only acquires, on the session that
+    attempt left (no epoch bump), from the log batches read since. Acquires nothing when the
+    session moved on meanwhile. Reply: :class:`ShareFetchReply`."""
 
     __slots__ = ("group_id", "member_id", "share_session_epoch", "max_records", "partitions", "forgotten",
-                 "share_acquire_mode", "is_renew_ack", "batch_size")
+                 "share_acquire_mode", "is_renew_ack", "batch_size", "continuation")
 
     def __init__(self, group_id: str, member_id: str, share_session_epoch: int, partitions: tuple[ShareFetchPartition, ...],
                  max_records: int = 500, forgotten: tuple[tuple[str, int], ...] = (), share_acquire_mode: int = 0,
-                 is_renew_ack: bool = False, batch_size: int | None = None) -> None:
+                 is_renew_ack: bool = False, batch_size: int | None = None, continuation: bool = False) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -158,6 +166,7 @@ class ShareFetchCmd(_Msg):
         self.share_acquire_mode = share_acquire_mode
         self.is_renew_ack = is_renew_ack
         self.batch_size = batch_size
+        self.continuation = continuation
 
 
 class ShareFetchPartitionResult(_Msg):
@@ -450,6 +459,18 @@ class ShareGroupStateDump(_Msg):
         self.group_id = group_id
         self.stream_version = stream_version
         self.state = state
+
+
+@dataclass(frozen=True, slots=True)
+class RecordsFreed:
+    """From a group's actor to its supervisor: records of ``group_id`` became acquirable without an
+    append to the log — released (RELEASE, a closed share session, a fenced or leaving member), an
+    acquisition lock expired, or the start offset moved so that the in-flight window
+    (``group.share.partition.max.record.locks``) has room again. A waiting ShareFetch of the group
+    should try again (Kafka completes its ``DelayedShareFetch`` on the same events). Sent when the
+    decision is made; the ShareFetch that follows is decided after it and answered once durable."""
+
+    group_id: str
 
 
 class Passivate(_Msg):

@@ -82,7 +82,9 @@ class SessionDecision:
     """What a request does to the session of ``member_id``.
 
     ``kind``: ``"NEW"`` (epoch 0: create, replacing ``replaced``), ``"UPDATE"`` (epoch N: bump),
-    ``"FINAL"`` (epoch -1: process acks then close and release). ``epoch_after`` is the session's
+    ``"FINAL"`` (epoch -1: process acks then close and release), ``"CONTINUE"`` (a ShareFetch's
+    later attempt from the purgatory: the session stays as its first attempt left it; made by the
+    actor, never by :func:`decide_share_fetch`). ``epoch_after`` is the session's
     epoch after the request (``-1`` for FINAL); ``added``/``forgotten`` the partition changes;
     ``partitions`` the session's partitions after the request (what this fetch may read)."""
 

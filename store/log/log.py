@@ -628,12 +628,18 @@ class PartitionLog:
         *,
         max_offset: int | None = None,
         min_one_message: bool = True,
+        max_records: int | None = None,
+        min_batches: int = 1,
     ) -> FetchDataInfo:
         """Read whole batches from the local log starting at the batch that holds
         ``fetch_offset``, at most ``max_bytes`` bytes (but the first batch whole even if larger,
         when ``min_one_message``; KIP-74), only batches whose last offset is below ``max_offset``
-        (default: the high watermark; pass :attr:`log_end_offset` for replication-style reads).
-        Reads from one segment, like Kafka ``LocalLog#read``.
+        (default: the high watermark; pass :attr:`log_end_offset` for replication-style reads),
+        and — with ``max_records`` — no batch after the one that holds the ``max_records``-th
+        offset from ``fetch_offset`` once ``min_batches`` batches are read (a share fetch acquires
+        up to there: Kafka's soft ``maxFetchRecords`` ends at a batch boundary; the extra batches
+        cover the records other members acquired since the caller learnt ``fetch_offset``). Reads
+        from one segment, like Kafka ``LocalLog#read``.
 
         ``fetch_offset == max_offset`` or the log end offset returns empty records. Raises
         :class:`OffsetOutOfRangeError` if ``fetch_offset`` is below :attr:`local_log_start_offset`
@@ -666,6 +672,7 @@ class PartitionLog:
                 chunk = seg.pread(start, max(0, min(max_bytes, seg.size - start)))
                 pos = 0
                 total = 0
+                count = 0
                 while pos < seg.size - start:
                     if pos + rb.RECORD_BATCH_OVERHEAD <= len(chunk):
                         h = rb.parse_header(chunk, pos)
@@ -677,6 +684,9 @@ class PartitionLog:
                         break
                     total += h.size_in_bytes
                     pos += h.size_in_bytes
+                    count += 1
+                    if max_records is not None and count >= min_batches and h.last_offset - fetch_offset + 1 >= max_records:
+                        break
                 if total > len(chunk):
                     chunk = seg.pread(start, total)  # the first batch alone exceeds max_bytes (KIP-74)
                 if total == 0:

@@ -418,6 +418,8 @@ def _samples():
         M.ChildKindRegistered("k"),
         M.StopChild("k", "n"),
         M.ForgetShareGroup("g"),
+        M.AdmitShareGroup("g", False),
+        M.ShareGroupAdmitted("g"),
         M.ChildStopped("k", "n"),
         M.StateDumpRequest(),
         M.StateDump(3, {"topics": {}}),

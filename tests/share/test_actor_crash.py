@@ -1,5 +1,6 @@
-"""A share group's state survives SIGKILL of the process that ran its actor, killed while it is
-still serving requests: every reply left only after its events were durable, so nothing reported
+"""A share group's state survives SIGKILL of the process that ran its actor — its own actor
+process, or the process that hosts it with the journal thread (the daemon's listener) — killed
+while it is still serving requests: every reply left only after its events were durable, so nothing reported
 is lost (the recovered stream contains every reported version, and the fold of the stream up to
 the last reported version is exactly the last reported state), and recovery rebuilds exactly the
 fold of the whole stream."""
@@ -98,11 +99,51 @@ PIPELINED_CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("path", ["direct", "journal-pipelined"])
+HOSTED_CHILD = textwrap.dedent(
+    """
+    import json, sys, threading
+    from actors.share import messages as m
+    from actors.share.host import ShareGroupHost
+
+    url = sys.argv[1]
+    # as in the daemon: the group hosted in this process, its appends group-committed by the
+    # journal thread while the host thread goes on deciding (the replies wait for durability)
+    h = ShareGroupHost({"event.log.url": url, "shoal.share.group.append.path": "journal"})
+    assert h.start_group("crash") is None
+    for mem in ("m1", "m2"):
+        h.ask("crash", m.ShareGroupHeartbeatCmd("crash", mem, 0, subscribed_topic_names=("t",), topics={"t": ("T", 1)}))
+        h.ask("crash", m.ShareFetchCmd("crash", mem, 0, (m.ShareFetchPartition("T", 0, high_watermark=0),)))
+    epoch, first, acks = 1, 0, {"m1": (), "m2": ()}
+    for i in range(100000):
+        # two members' fetches from two threads and a state dump in flight together
+        got = {}
+        def fetch(mem):  # each takes one of the two 10-record batches, whichever is decided first
+            got[mem] = h.ask("crash", m.ShareFetchCmd("crash", mem, epoch, (m.ShareFetchPartition(
+                "T", 0, acknowledgement_batches=acks[mem], fetch_offset=first,
+                log_batches=((first, first + 9), (first + 10, first + 19)), high_watermark=first + 20),), 10))
+        ts = [threading.Thread(target=fetch, args=(mem,)) for mem in ("m1", "m2")]
+        for t in ts: t.start()
+        for t in ts: t.join()
+        for r in got.values():
+            assert r.error == "NONE" and r.partitions[0].acknowledge_error == "NONE" and r.partitions[0].acquired, r
+        acks = {mem: tuple((f, l, (1,)) for f, l, _dc in r.partitions[0].acquired) for mem, r in got.items()}
+        epoch += 1
+        first += 20
+        dump = h.ask("crash", m.GetShareGroupState("crash"))
+        print(json.dumps({"version": dump.stream_version, "state": dump.state}), flush=True)
+    """
+)
+
+
+@pytest.mark.parametrize("path", ["direct", "journal-pipelined", "hosted"])
 def test_state_survives_sigkill_of_the_actor_process(tmp_path, path):
     url = f"sqlite:///{tmp_path}/events.db"
     env = dict(os.environ, PYTHONPATH=str(ROOT), THESPIAN_BASE_IPADDR="127.0.0.1")
-    args = [sys.executable, "-c", CHILD, url] if path == "direct" else [sys.executable, "-c", PIPELINED_CHILD, url, str(free_port())]
+    args = {
+        "direct": [sys.executable, "-c", CHILD, url],
+        "journal-pipelined": [sys.executable, "-c", PIPELINED_CHILD, url, str(free_port())],
+        "hosted": [sys.executable, "-c", HOSTED_CHILD, url],
+    }[path]
     # its own session: the multiproc actor processes (admin, journal, group) die with it
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
     last = None

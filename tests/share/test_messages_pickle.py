@@ -16,6 +16,7 @@ SAMPLES = [
     m.ShareGroupHeartbeatReply("FENCED_MEMBER_EPOCH", "too new"),
     m.ShareFetchPartition("T", 0, ((0, 4, (1,)), (5, 5, (0,))), 5, ((5, 9), (10, 20)), 0, 21, 3),
     m.ShareFetchCmd("g", "m1", 2, (m.ShareFetchPartition("T", 1),), 500, (("U", 0),), 1, True, 100),
+    m.ShareFetchCmd("g", "m1", 2, (m.ShareFetchPartition("T", 1),), 500, (), 0, False, None, True),
     m.ShareFetchPartitionResult("T", 0, "NONE", "INVALID_RECORD_STATE", ((0, 9, 1),), 10, None, None, 0),
     m.ShareFetchReply("NONE", "", (m.ShareFetchPartitionResult("T", 0),), 30000),
     m.ShareAcknowledgePartition("T", 0, ((0, 9, (1,)),)),
@@ -40,6 +41,7 @@ SAMPLES = [
     m.GetShareGroupState("g"),
     m.ShareGroupStateDump("g", 12, {"membership": {"a": [1, 2]}, "partitions": {"T:0": (1, 2, (3,))}}),
     m.Passivate("g"),
+    m.RecordsFreed("g"),
 ]
 
 

@@ -203,7 +203,7 @@ class FakeBackend:
             m["epoch"] += 1
         return HeartbeatResult(None, member_id=member_id, member_epoch=m["epoch"], heartbeat_interval_ms=1000, assignment=assignment if changed or epoch == 0 else None)
 
-    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms):
+    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode=0, batch_size=None, is_renew_ack=False):
         self.acks.extend(acks)
         by_id = {t.topic_id: t.name for t in self._topics.values()}
         parts = []

@@ -1,6 +1,7 @@
-"""ShareClient (the listener's side of ShareFetch/ShareAcknowledge) against a recording gateway
-and real partition logs: one actor message per request, the batch boundaries it sends, the
-session mirror, refetch handling and the bytes it returns for acquired ranges."""
+"""ShareClient (the listener's side of ShareFetch/ShareAcknowledge) against a recording host and
+real partition logs: one actor message per request (plus the purgatory's continuations), the
+batch boundaries it sends, the session mirror, refetch handling and the bytes it returns for
+acquired ranges."""
 
 from __future__ import annotations
 
@@ -29,23 +30,28 @@ class FakeController:
     def partition_count(self, topic):
         return 2 if topic == "t" else 0
 
-    def share_group_actor(self, group, create=True):
-        return f"actor:{group}"
-
-    def forget_child(self, group):
-        pass
+    def admit_share_group(self, group, create=True):
+        return None
 
 
 class RecordingGateway:
-    """Answers each ask with ``reply(msg)`` and records the messages."""
+    """A stand-in :class:`actors.share.host.ShareGroupHost` whose group answers each request with
+    ``reply(msg)``; records the messages."""
 
     def __init__(self, reply):
         self.reply = reply
         self.sent: list = []
+        self.on_records_freed = lambda group: None
 
-    def ask(self, addr, msg, timeout_s=None):
+    def ask(self, group, msg, timeout_s=None):
         self.sent.append(msg)
         return self.reply(msg)
+
+    def running(self, group):
+        return True
+
+    def start_group(self, group, timeout_s=None):
+        return None
 
 
 @pytest.fixture()
@@ -196,12 +202,14 @@ def test_the_long_poll_gives_back_the_request_slot(logs):
     sc.fetch("g", "m1", 0, [(TID, 0), (TID, 1)], [], [], 500, 0)  # reads up to the high watermarks
     slots = RequestSlots(1)
     in_flight_while_waiting = []
+    real_wait = logs.waits.wait
 
-    def wait(timeout_ms, since=None):
+    def wait(seen, timeout_s, *party):
         in_flight_while_waiting.append(slots.in_flight)
         logs.append("t", 0, build_batch([(None, b"new")]))  # ends the long poll
+        return real_wait(seen, timeout_s, *party)
 
-    logs.wait = wait
+    logs.waits.wait = wait
     assert slots.acquire()
     hold_slot(slots)  # as the listener does once a request's body has arrived
     try:

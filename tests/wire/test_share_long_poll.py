@@ -1,203 +1,268 @@
-"""The ShareFetch long poll (``ShareClient._maybe_wait``) ends when what it waits for arrives, not at
-MaxWaitMs (issue 14's latency tail): an append, records another member RELEASEs (on a
-ShareAcknowledge or piggy-backed on a ShareFetch), a share session that closes, a member that
-leaves, and the acquisition locks of records this listener handed out expiring. Every waiting
-fetch below has MaxWaitMs = 10 minutes; the test only checks that it returned (and asked the actor
-again) long before that — a lost wakeup leaves the thread waiting and the test fails."""
+"""The ShareFetch purgatory (Kafka's ``DelayedShareFetch``): a fetch that acquired nothing waits
+until what it waits for arrives — an append to one of its partitions, records of its group freed
+(RELEASE, a closed share session, an acquisition lock that expired) — and not a moment longer; a
+wake-up whose records another fetch took first goes back to waiting instead of answering empty.
+
+Issue 14's latency tail was fetches answered at ``MaxWaitMs`` although records had arrived. Every
+waiting fetch below has MaxWaitMs = 10 minutes: each test asserts that it was answered with the
+records long before that (a lost or missed wake-up leaves the thread waiting and the test fails).
+The group's actor is the real one, hosted in-process on a real event log; the logs are real."""
 
 from __future__ import annotations
 
 import threading
 import time
-import types
+import uuid
 
 import pytest
 
-from actors.share import messages as m
+from actors.share.host import ShareGroupHost
 from store.record_batch import build_batch
-from wire.backend import AckBatch, SharePartitionAck
+from wire.backend import AckBatch, SharePartitionAck, TopicInfo
 from wire.logs import LogRegistry
 from wire.share_client import ShareClient
+from wire.waits import WaitSet
 
-from tests.wire.test_share_client import TID, FakeController, RecordingGateway
-
-FOREVER_MS = 600_000  # MaxWaitMs of the waiting fetches: far longer than the test may take
+TID = uuid.UUID("11111111-2222-3333-4444-555555555555")
+FOREVER_MS = 600_000  # MaxWaitMs of the waiting fetches: far longer than any test may take
 JOIN_S = 30
+G = "g"
 
 
-class Actor:
-    """A stand-in share-group actor for partition 0: member ``a`` acquires every batch it is sent
-    (lock ``lock_ms``), any other member acquires nothing; acknowledgements are accepted."""
+class Controller:
+    """Topic ``t`` with 2 partitions; every group is admitted."""
 
-    def __init__(self, lock_ms: int = 30_000) -> None:
-        self.lock_ms = lock_ms
+    def cached_topics(self, names=None):
+        return [TopicInfo("t", TID, 2)]
 
-    def __call__(self, msg):
-        if isinstance(msg, m.ShareAcknowledgeCmd):
-            return m.ShareAcknowledgeReply("NONE", "", tuple(m.PartitionResult(p.topic_id, p.partition) for p in msg.partitions), self.lock_ms)
-        out = []
-        for p in msg.partitions:
-            acq = tuple((a, b, 1) for a, b in (p.log_batches or ())) if msg.member_id == "a" else ()
-            nxt = acq[-1][1] + 1 if acq else max(p.fetch_offset, p.high_watermark)
-            out.append(m.ShareFetchPartitionResult(p.topic_id, p.partition, acquired=acq, next_fetch_offset=nxt))
-        return m.ShareFetchReply("NONE", "", tuple(out), self.lock_ms)
+    topics = cached_topics
+
+    def names_by_id(self):
+        return {str(TID): "t"}
+
+    def partition_count(self, topic):
+        return 2 if topic == "t" else 0
+
+    def admit_share_group(self, group, create=True):
+        return None
+
+    def share_groups(self):
+        return [G]
 
 
 @pytest.fixture()
-def logs(tmp_path):
-    reg = LogRegistry(str(tmp_path / "logs"))
-    reg.append("t", 0, build_batch([(None, b"r%d" % i) for i in range(10)]))
-    yield reg
-    reg.close()
+def env(tmp_path):
+    cfg = {"event.log.url": f"sqlite:///{tmp_path}/events.db", "event.log.sqlite.synchronous": "NORMAL",
+           "group.share.record.lock.duration.ms": "1000", "group.share.min.record.lock.duration.ms": "1000"}
+    host = ShareGroupHost(cfg)
+    logs = LogRegistry(str(tmp_path / "logs"))
+    sc = ShareClient(host, Controller(), logs, cfg)
+    assert sc.alter_configs(G, [("share.auto.offset.reset", 0, "earliest")], False) == (None, None)
+    yield sc, logs, host
+    host.close()
+    logs.close()
 
 
-def _client(logs, actor: Actor | None = None) -> tuple[ShareClient, RecordingGateway]:
-    gw = RecordingGateway(actor or Actor())
-    sc = ShareClient(gw, FakeController(), logs, {})
-    sc.fetch("g", "a", 0, [(TID, 0)], [], [], 500, 0)  # a acquires offsets 0..9
-    sc.fetch("g", "b", 0, [(TID, 0)], [], [], 500, 0)  # b gets nothing; next fetch offset 10 = high watermark
-    return sc, gw
-
-
-def _waiting_fetch(sc: ShareClient, logs: LogRegistry, gw: RecordingGateway) -> tuple[threading.Thread, threading.Event, int]:
-    """Start member b's long-polling ShareFetch (epoch 1) in a thread; return it, an event set once
-    it is inside ``logs.wait`` and the number of actor messages sent before it."""
-    waiting = threading.Event()
-    real_wait = logs.wait
-
-    def wait(timeout_ms, since=None):
-        waiting.set()
-        real_wait(timeout_ms, since)
-
-    logs.wait = wait
-    sent = len(gw.sent)
-    th = threading.Thread(target=sc.fetch, args=("g", "b", 1, [], [], [], 500, FOREVER_MS), daemon=True)
-    th.start()
-    assert waiting.wait(JOIN_S), "the fetch should long-poll: nothing is past its next fetch offset"
-    assert len(gw.sent) == sent  # it has not asked the actor yet
-    return th, waiting, sent
-
-
-def _answered(th: threading.Thread, gw: RecordingGateway, sent: int) -> bool:
-    th.join(JOIN_S)
-    return not th.is_alive() and len(gw.sent) == sent + 1 and gw.sent[-1].member_id == "b"
-
-
-def _release_all() -> list[SharePartitionAck]:
-    return [SharePartitionAck(TID, 0, [AckBatch(0, 9, [2])])]  # AcknowledgeType RELEASE
-
-
-def test_a_produce_ends_the_wait(logs):
-    sc, gw = _client(logs)
-    th, _, sent = _waiting_fetch(sc, logs, gw)
-    logs.append("t", 0, build_batch([(None, b"new")]))
-    assert _answered(th, gw, sent)
-
-
-def test_a_produce_between_the_check_and_the_sleep_is_not_lost(logs):
-    """The race of the long poll: the waiter has read the high watermark (nothing new), then a
-    produce lands, then it goes to sleep. It must not sleep: the version it sleeps on was taken
-    before the check."""
-    sc, gw = _client(logs)
-    real_open = logs.open
-    injected = []
-
-    def open_then_append(topic, partition):
-        lg = real_open(topic, partition)
-        hw = lg.high_watermark  # what the waiter's check reads …
-        if not injected:
-            injected.append(True)
-            logs.append("t", 0, build_batch([(None, b"racing")]))  # … and a produce right after it
-        return _Frozen(lg, hw)
-
-    logs.open = open_then_append
-    done = threading.Thread(target=sc._maybe_wait, args=("g", {(str(TID), 0)}, {str(TID): "t"}, FOREVER_MS), daemon=True)
-    done.start()
-    done.join(JOIN_S)
-    assert injected and not done.is_alive()
-
-
-class _Frozen:
-    """A partition log whose ``high_watermark`` is the value read before a racing append."""
-
-    def __init__(self, lg, hw: int) -> None:
-        self._lg, self.high_watermark = lg, hw
-
-    def __getattr__(self, name):
-        return getattr(self._lg, name)
-
-
-def test_a_release_on_share_acknowledge_by_another_member_ends_the_wait(logs):
-    sc, gw = _client(logs)
-    th, _, sent = _waiting_fetch(sc, logs, gw)
-    r = sc.acknowledge("g", "a", 2, _release_all())
+def _produce(logs: LogRegistry, partition: int, *values: bytes) -> None:
+    r = logs.append("t", partition, build_batch([(None, v) for v in values]))
     assert r.error is None
-    assert _answered(th, gw, sent + 1)  # b asked again after a's ShareAcknowledge
 
 
-def test_a_release_piggy_backed_on_another_members_share_fetch_ends_the_wait(logs):
-    sc, gw = _client(logs)
-    th, _, sent = _waiting_fetch(sc, logs, gw)
-    sc.fetch("g", "a", 1, [], [], _release_all(), 500, 0)  # acks on the fetch: no long poll for a
-    assert _answered(th, gw, sent + 1)
+class Member:
+    """One share consumer: joins, opens its session on both partitions, then fetches."""
+
+    def __init__(self, sc: ShareClient, name: str) -> None:
+        self.sc, self.epoch = sc, 0
+        hb = sc.heartbeat(G, name, 0, None, ["t"], "c", "h")
+        assert hb.error is None, hb
+        self.id = hb.member_id
+        r = sc.fetch(G, self.id, 0, [(TID, 0), (TID, 1)], [], [], 500, 0)
+        assert r.error is None, r
+        self.epoch = 1
+        self.got: list[tuple[int, int, int]] = []  # (partition, first, delivery count)
+
+    def fetch(self, max_wait_ms: int = FOREVER_MS, acks=(), max_records: int = 500) -> list[tuple[int, int, int, int]]:
+        r = self.sc.fetch(G, self.id, self.epoch, [], [], list(acks), max_records, max_wait_ms)
+        self.epoch += 1
+        assert r.error is None, r
+        return [(p.partition, a.first_offset, a.last_offset, a.delivery_count) for p in r.partitions for a in p.acquired]
+
+    def acknowledge(self, partition: int, first: int, last: int, kind: int):
+        r = self.sc.acknowledge(G, self.id, self.epoch, [SharePartitionAck(TID, partition, (AckBatch(first, last, (kind,)),))])
+        self.epoch += 1
+        assert r.error is None, r
 
 
-def test_a_closing_share_session_ends_the_wait(logs):
-    """ShareAcknowledge with epoch -1 closes a's session and releases its acquired records."""
-    sc, gw = _client(logs)
-    th, _, sent = _waiting_fetch(sc, logs, gw)
-    sc.acknowledge("g", "a", -1, [])
-    assert _answered(th, gw, sent + 1)
+def _waiting(member: Member, logs: LogRegistry, max_records: int = 500) -> tuple[threading.Thread, list]:
+    """Start ``member``'s fetch in a thread; return once it waits in the purgatory."""
+    out: list = []
+    parked = threading.Event()
+    real = logs.waits.wait
 
+    def wait(seen, timeout_s, *party):
+        parked.set()
+        return real(seen, timeout_s, *party)
 
-def test_accept_does_not_wake_long_polls(logs):
-    """ACCEPT frees nothing for another member: no waiter is woken for it."""
-    sc, gw = _client(logs)
-    before = logs.data_version()
-    sc.acknowledge("g", "a", 2, [SharePartitionAck(TID, 0, [AckBatch(0, 9, [1])])])
-    assert logs.data_version() == before
-    sc.acknowledge("g", "a", 3, _release_all())
-    assert logs.data_version() == before + 1
-
-
-def test_an_expiring_acquisition_lock_ends_every_wait_of_the_group(logs, monkeypatch):
-    """a's records are locked for 60 s (the listener's clock is a fake here); the fetches of b and
-    c, each waiting 10 minutes, ask the actor again once the lock has expired (the actor expires
-    it and may hand the records out) — both of them, not only the first to notice."""
-    clock = [1000.0]
-    monkeypatch.setattr("wire.share_client.time", types.SimpleNamespace(monotonic=lambda: clock[0], time=time.time))
-    sc, gw = _client(logs, Actor(lock_ms=60_000))
-    sc.fetch("g", "c", 0, [(TID, 0)], [], [], 500, 0)
-    sent = len(gw.sent)
-    waits, both_waiting = [], threading.Event()
-    real_wait = logs.wait
-
-    def wait(timeout_ms, since=None):
-        waits.append(timeout_ms)
-        if len(waits) >= 2:
-            both_waiting.set()
-        real_wait(timeout_ms, since)
-
-    logs.wait = wait
-    ths = [threading.Thread(target=sc.fetch, args=("g", mid, 1, [], [], [], 500, FOREVER_MS), daemon=True) for mid in ("b", "c")]
-    for th in ths:
-        th.start()
-    assert both_waiting.wait(JOIN_S)
-    assert waits[:2] == [60_000, 60_000]  # each sleeps until the lock deadline, not MaxWaitMs
-    assert len(gw.sent) == sent
-    clock[0] += 60.001  # the lock expires …
-    logs.notify()  # … and the sleepers wake (in real time they time out at the deadline)
-    for th in ths:
-        th.join(JOIN_S)
-    assert not any(th.is_alive() for th in ths)
-    assert sorted(msg.member_id for msg in gw.sent[sent:]) == ["b", "c"]
-
-
-def test_wait_notify_wakes_a_waiter(logs):
-    """LogRegistry.notify (records freed without an append) ends a wait like an append does."""
-    seen = logs.data_version()
-    logs.notify()
-    th = threading.Thread(target=logs.wait, args=(FOREVER_MS, seen), daemon=True)
+    logs.waits.wait = wait
+    th = threading.Thread(target=lambda: out.append(member.fetch(max_records=max_records)), daemon=True)
     th.start()
+    assert parked.wait(JOIN_S), "the fetch should wait: nothing is there to acquire"
+    logs.waits.wait = real
+    return th, out
+
+
+def _answered(th: threading.Thread) -> bool:
     th.join(JOIN_S)
-    assert not th.is_alive()
+    return not th.is_alive()
+
+
+def test_a_fetch_waiting_on_a_partition_is_answered_when_a_produce_to_it_is_appended(env):
+    sc, logs, _ = env
+    a = Member(sc, "a")
+    th, out = _waiting(a, logs)
+    _produce(logs, 1, b"x")
+    assert _answered(th) and out == [[(1, 0, 0, 1)]]
+
+
+def test_a_wakeup_whose_records_another_fetch_took_goes_back_to_waiting(env):
+    """Two members wait; one record arrives and one of them gets it. The other does not answer
+    empty: it keeps waiting, and gets the next record as soon as it is appended."""
+    sc, logs, _ = env
+    a, b = Member(sc, "a"), Member(sc, "b")
+    ta, out_a = _waiting(a, logs)
+    tb, out_b = _waiting(b, logs)
+    _produce(logs, 0, b"first")
+    deadline = time.monotonic() + JOIN_S
+    while ta.is_alive() and tb.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    winner, loser = (ta, tb) if not ta.is_alive() else (tb, ta)
+    time.sleep(0.3)  # the loser was woken too (same partition): it must still be waiting
+    assert loser.is_alive(), "a fetch woken by records another fetch took answered empty"
+    _produce(logs, 0, b"second")
+    assert _answered(loser)
+    got = sorted(out_a + out_b)
+    assert got == [[(0, 0, 0, 1)], [(0, 1, 1, 1)]]
+
+
+def test_one_change_wakes_one_waiter_which_passes_it_on_while_records_are_left(env):
+    """Three members wait with MaxRecords 1 (a share consumer's max.poll.records); three one-record
+    batches arrive in one append (one high-watermark move): the longest-waiting member is woken,
+    takes one and passes the wake-up on, so each gets one — and none is answered empty."""
+    sc, logs, _ = env
+    members = [Member(sc, n) for n in ("a", "b", "c")]
+    waiting = [_waiting(mb, logs, max_records=1) for mb in members]
+    batches = b"".join(build_batch([(None, b"r%d" % i)]) for i in range(3))
+    assert logs.append("t", 0, batches).error is None
+    assert all(_answered(th) for th, _ in waiting)
+    got = sorted(out[0][0][1] for _, out in waiting)
+    assert got == [0, 1, 2]
+
+
+def test_a_produce_to_another_partition_of_another_topic_does_not_wake_the_fetch(env):
+    sc, logs, _ = env
+    a = Member(sc, "a")
+    before = logs.waits.versions([("partition", "t", 0), ("partition", "t", 1), ("group", G)])
+    logs.append("other", 0, build_batch([(None, b"elsewhere")]))
+    assert logs.waits.versions(before) == before  # nothing a fetch of this group waits on moved
+    th, out = _waiting(a, logs)
+    _produce(logs, 0, b"here")
+    assert _answered(th) and out == [[(0, 0, 0, 1)]]
+
+
+def test_a_release_by_another_member_ends_the_wait_with_the_released_records(env):
+    sc, logs, _ = env
+    a, b = Member(sc, "a"), Member(sc, "b")
+    _produce(logs, 0, b"r0", b"r1", b"r2")
+    assert a.fetch(0) == [(0, 0, 2, 1)]
+    th, out = _waiting(b, logs)
+    a.acknowledge(0, 0, 2, 2)  # RELEASE
+    assert _answered(th) and out == [[(0, 0, 2, 2)]]
+
+
+def test_a_closed_share_session_ends_the_wait(env):
+    sc, logs, _ = env
+    a, b = Member(sc, "a"), Member(sc, "b")
+    _produce(logs, 0, b"r0")
+    assert a.fetch(0) == [(0, 0, 0, 1)]
+    th, out = _waiting(b, logs)
+    r = sc.acknowledge(G, a.id, -1, [])  # epoch -1: a's session closes, its records are released
+    assert r.error is None
+    assert _answered(th) and out and out[0][0][:3] == (0, 0, 0)
+
+
+def test_an_expiring_acquisition_lock_ends_the_wait(env):
+    """a holds the record without acknowledging; its lock (1 s here) expires and b, waiting ten
+    minutes, gets the record at once — the actor's own timer frees it, no request needed."""
+    sc, logs, _ = env
+    a, b = Member(sc, "a"), Member(sc, "b")
+    _produce(logs, 0, b"r0")
+    assert a.fetch(0) == [(0, 0, 0, 1)]
+    t0 = time.monotonic()
+    th, out = _waiting(b, logs)
+    assert _answered(th) and out == [[(0, 0, 0, 2)]]
+    assert time.monotonic() - t0 >= 0.5  # not before the lock expired
+
+
+def test_max_wait_ends_a_fetch_that_got_nothing(env):
+    sc, logs, _ = env
+    a = Member(sc, "a")
+    t0 = time.monotonic()
+    assert a.fetch(200) == []
+    assert 0.15 <= time.monotonic() - t0 < 5
+
+
+def test_a_version_read_before_the_check_is_not_lost():
+    """The race of any long poll: the versions are read, a change lands, then the waiter sleeps:
+    it must not sleep."""
+    w = WaitSet()
+    seen = w.versions([("partition", "t", 0)])
+    w.bump(("partition", "t", 0))
+    t0 = time.monotonic()
+    assert w.wait(seen, 60) is True and time.monotonic() - t0 < 1
+
+
+def test_a_change_wakes_the_longest_waiter_of_each_party_and_pass_on_wakes_the_next():
+    w = WaitSet()
+    key = ("partition", "t", 0)
+    order: list[str] = []
+
+    def waiter(name, party):
+        woke = w.wait(w.versions([key]), 30, party)
+        order.append(name)
+        if name == "g1-first":
+            w.pass_on(woke, party)
+
+    threads = []
+    for name, party in (("g1-first", "g1"), ("g1-second", "g1"), ("g1-third", "g1"), ("g2-only", "g2")):
+        t = threading.Thread(target=waiter, args=(name, party))
+        t.start()
+        threads.append(t)
+        time.sleep(0.05)  # arrival order
+    w.bump(key)
+    threads[0].join(5)
+    threads[1].join(5)
+    threads[3].join(5)
+    assert order[:1] == ["g1-first"] and set(order) == {"g1-first", "g1-second", "g2-only"}
+    assert threads[2].is_alive()  # nobody passed it on: it keeps waiting
+    w.bump(key)
+    threads[2].join(5)
+    assert order[-1] == "g1-third"
+
+
+def test_a_waitset_wakes_only_the_waiters_of_the_key_that_changed():
+    w = WaitSet()
+    results: dict[str, bool] = {}
+    p0, p1 = ("partition", "t", 0), ("partition", "t", 1)
+
+    def waiter(name, key, timeout):
+        results[name] = bool(w.wait(w.versions([key]), timeout))
+
+    t0 = threading.Thread(target=waiter, args=("p0", p0, 0.5))
+    t1 = threading.Thread(target=waiter, args=("p1", p1, 30))
+    t0.start()
+    t1.start()
+    time.sleep(0.1)
+    w.bump(p1)
+    t0.join(5)
+    t1.join(5)
+    assert results == {"p0": False, "p1": True}
