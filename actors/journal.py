@@ -1,7 +1,9 @@
 """The JournalActor: one writer that group-commits the appends of many actors.
 
-Every event-sourced actor in the daemon sends :class:`AppendEvents` here instead of opening its own
-write transaction, so actors never fight over SQLite's write lock. The journal buffers requests and
+Every event-sourced actor process of the daemon sends :class:`AppendEvents` here instead of
+opening its own write transaction, so those processes do not fight over SQLite's write lock (the
+listener process, which hosts the share groups, has one writer of its own: the
+:class:`JournalWriter`). The journal buffers requests and
 flushes them as one transaction (``EventLog.append_many``, per-request outcomes) when
 ``event.log.journal.max.batch`` requests are waiting or after ``event.log.journal.linger.ms``
 (default 0: at the next turn of the actor's loop, which lets messages that already arrived join).

@@ -266,8 +266,9 @@ def parked() -> Iterator[None]:
     """Context manager around a long-poll wait in a handler (Fetch waiting for ``min_bytes``,
     ShareFetch waiting for records): releases the thread's request slot before the wait, as a
     request moved to Kafka's purgatory (``DelayedFetch``/``DelayedShareFetch``) no longer counts
-    against ``queued.max.requests``. The slot is not taken again afterwards: all that is left of
-    the request is writing its response."""
+    against ``queued.max.requests``. The slot is not taken again afterwards: what is left of the
+    request — a ShareFetch's attempts from the purgatory, writing the response — completes a
+    request already admitted (Kafka completes a delayed operation outside the request queue too)."""
     release_slot()
     yield
 

@@ -52,7 +52,7 @@ from actors.share.messages import AlterShareGroupOffsets, DeleteShareGroupOffset
 from actors.share.config import BrokerShareConfig, GroupShareConfig, InvalidConfig, effective_group_configs, validate_group_configs
 from actors.share.errors import ShareError
 from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
-from actors.share.messages import DescribeShareGroup, ShareGroupDescription
+from actors.share.messages import DescribeShareGroup, ShareFetchReply, ShareGroupDescription
 from actors.share.sessions import ShareSessions, decide_share_acknowledge, decide_share_fetch
 from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
 from wire.controller_client import GroupRefused
@@ -66,11 +66,12 @@ log = logging.getLogger("shoal.wire.share")
 
 #: bytes of log read per partition per ShareFetch (boundaries + bytes of candidate batches)
 _PARTITION_READ_BYTES = 256 * 1024
-#: batches read at least (within the bytes above) past the remembered next fetch offset, although
-#: the request's MaxRecords may end sooner: other members' acquisitions move the share-partition's
-#: next fetch offset between this listener's last answer and the actor's decision, and a read that
-#: ends below it acquires nothing (the actor answers ``refetch_from``)
-_PARTITION_READ_BATCHES = 64
+#: batches read at least (within the bytes above) past the remembered next fetch offset, per share
+#: session of the group, although the request's MaxRecords may end sooner: the other members'
+#: acquisitions move the share-partition's next fetch offset between this listener's last answer
+#: and the actor's decision, and a read that ends below it acquires nothing (the actor answers
+#: ``refetch_from``, and the fetch reads again)
+_READ_BATCHES_PER_SESSION = 2
 
 
 def _err(name: str | None) -> str | None:
@@ -117,6 +118,9 @@ class ShareClient:
         self.is_coordinator: Callable[[str], bool] = lambda _group: True
         self._lock = threading.Lock()
         self._session_parts: dict[tuple[str, str], set[tuple[str, int]]] = {}
+        #: share sessions per group in :attr:`_session_parts` (how many members compete for the
+        #: group's share-partitions: how far past the remembered next fetch offset to read)
+        self._sessions_of: dict[str, int] = {}
         self._next: dict[tuple[str, str, int], int] = {}
         #: share.auto.offset.reset=by_duration: the offset ListOffsets gave for the timestamp the
         #: actor asked for, sent as ``reset_offset`` with the partition's next ShareFetch
@@ -139,6 +143,8 @@ class ShareClient:
             if reply is None:
                 raise ActorTimeout(f"share group {group}: no answer to {type(msg).__name__} within {self.timeout_s}s")
             if isinstance(reply, GroupNotRunning):
+                if attempt == 2:
+                    break
                 self.controller.admit_share_group(group, create)
                 err = self.host.start_group(group, max(self.timeout_s, 60))
                 if err is not None:
@@ -146,7 +152,7 @@ class ShareClient:
                 continue
             if not isinstance(reply, NotReady) or attempt == 2:
                 return reply
-        return reply
+        raise ActorTimeout(f"share group {group}: its actor stopped running again and again")
 
     # ------------------------------------------------------------------ heartbeat
     def heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> HeartbeatResult:
@@ -178,6 +184,15 @@ class ShareClient:
         return HeartbeatResult(_err(r.error), r.message or None, r.member_id or member_id, r.member_epoch, r.heartbeat_interval_ms or 5000, assignment)
 
     # ------------------------------------------------------------------ fetch / acknowledge
+    def _drop_session(self, group: str, member: str) -> None:
+        """Forget ``member``'s share session of ``group`` (call with :attr:`_lock` held)."""
+        if self._session_parts.pop((group, member), None) is not None:
+            n = self._sessions_of.get(group, 1) - 1
+            if n > 0:
+                self._sessions_of[group] = n
+            else:
+                self._sessions_of.pop(group, None)
+
     def _session_after(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]]) -> set[tuple[str, int]]:
         key = (group, member)
         with self._lock:
@@ -226,44 +241,60 @@ class ShareClient:
             return ShareFetchResult(r.error, r.message or None, self.lock_ms(group))
         with self._lock:
             if epoch == -1:
-                self._session_parts.pop((group, member), None)
+                self._drop_session(group, member)
             else:
+                if (group, member) not in self._session_parts:
+                    self._sessions_of[group] = self._sessions_of.get(group, 0) + 1
                 self._session_parts[(group, member)] = parts
         lock_ms = getattr(r, "acquisition_lock_timeout_ms", 0) or self.lock_ms(group)
         #: (topic id, partition) → [latest result, the read it was decided on]; acknowledgement
         #: outcomes come from the first attempt only (continuations carry none)
         results: dict[tuple[str, int], list[Any]] = {}
         self._absorb(group, r, read, results, names)
-        waits = epoch != -1 and not is_renew_ack and max_wait_ms > 0
+        # the purgatory: continuations on the session's partitions only (an acknowledgement-only
+        # partition has nothing to acquire)
+        session = [k for k in known if k in parts]
+        waits = epoch != -1 and not is_renew_ack and max_wait_ms > 0 and bool(session)
+        hw_read = {(m_.topic_id, m_.partition): m_.high_watermark for m_ in msg_parts}
+        held: set = set()  # wake-ups this fetch holds: passed on unless its attempt used them up
         quick = 0  # attempts in a row that need no wait (a stale read, a by_duration reset)
-        while waits and self._acquired_nothing(r):
-            woke: set | bool = True
-            if any(pr.refetch_from is not None or pr.reset_timestamp_ms is not None for pr in r.partitions) and quick < 3:
-                quick += 1
-            else:
-                quick = 0
+        try:
+            while waits and self._acquired_nothing(r):
+                stale = any(pr.refetch_from is not None or pr.reset_timestamp_ms is not None for pr in r.partitions)
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if stale and quick < 3 and remaining > 0:
+                    quick += 1
+                else:
+                    quick = 0
+                    if not stale:
+                        held.clear()  # the attempt that used them tried and found nothing: nothing to hand on
+                    if remaining <= 0:
+                        break
+                    wanted = self._wait_keys(r, names, group, hw_read)
+                    with parked():  # the purgatory holds no queued.max.requests slot (Kafka's DelayedShareFetch)
+                        woke = self.logs.waits.wait({k: seen[k] for k in wanted if k in seen}, remaining, group)
+                    if not woke:
+                        break  # MaxWaitMs passed with nothing new
+                    if isinstance(woke, set):
+                        held |= woke
+                seen = self.logs.waits.versions(keys)
+                read, msg_parts = self._read_partitions(group, epoch, session, parts, {}, names, limit)
+                hw_read = {(m_.topic_id, m_.partition): m_.high_watermark for m_ in msg_parts}
+                again = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, (), acquire_mode, False, batch_size, True)
+                try:
+                    r = self._ask(group, again, create=False)
+                except (GroupRefused, ActorTimeout):
                     break
-                wanted = self._wait_keys(r, names, group)
-                with parked():  # the purgatory holds no queued.max.requests slot (Kafka's DelayedShareFetch)
-                    woke = self.logs.waits.wait({k: seen.get(k, 0) for k in wanted}, remaining, group)
-                if not woke:
-                    break  # MaxWaitMs passed with nothing new
-            seen = self.logs.waits.versions(keys)
-            read, msg_parts = self._read_partitions(group, epoch, known, parts, {}, names, limit)
-            again = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, (), acquire_mode, False, batch_size, True)
-            try:
-                r = self._ask(group, again, create=False)
-            except (GroupRefused, ActorTimeout):
-                r = None
-            if r is None or type(r).__name__ in ("Failure", "NotReady") or _err(r.error) or not r.partitions:
-                if isinstance(woke, set):
-                    self.logs.waits.pass_on(woke, group)  # this fetch leaves: the next waiter tries
-                break  # the session moved on or the group is gone: answer what the first attempt had
-            self._absorb(group, r, read, results, names)
-            if isinstance(woke, set) and woke and not self._acquired_nothing(r) and self._records_left(r, names):
-                self.logs.waits.pass_on(woke, group)  # more than this fetch took: wake the next waiter
+                if not isinstance(r, ShareFetchReply) or _err(r.error) or not r.partitions:
+                    break  # the session moved on or the group is gone: answer what the first attempt had
+                self._absorb(group, r, read, results, names)
+                if not self._acquired_nothing(r):
+                    if held and not self._records_left(r, names):
+                        held.clear()  # it took all there was
+                    break
+        finally:
+            if held:
+                self.logs.waits.pass_on(held, group)  # records left, or this fetch leaves untried: the next waiter tries
         out = []
         for (tid, p), (pr, rd, ack_error) in results.items():
             acquired = tuple(AcquiredRange(a, b, dc) for a, b, dc in pr.acquired)
@@ -276,20 +307,23 @@ class ShareClient:
             out.append(ShareFetchPartition(uuid.UUID(tid), p, error=err, ack_error=err if (tid, p) in ack_by else None))
         return ShareFetchResult(None, None, lock_ms, tuple(out))
 
-    def _wait_keys(self, r: Any, names: dict[str, str], group: str) -> list[tuple]:
+    def _wait_keys(self, r: Any, names: dict[str, str], group: str, hw_read: dict[tuple[str, int], int]) -> list[tuple]:
         """What an attempt that acquired nothing waits for: records of the group freed, always;
-        an append to a partition only where the attempt reached the high watermark. A partition
-        with records left that could not be acquired (locked by other members, the in-flight
-        window full: ``group.share.partition.max.record.locks``) gains nothing from an append —
-        only a free of the group helps — so its appends do not wake the fetch."""
+        an append to a partition where the attempt reached the high watermark it read
+        (``hw_read``: (topic id, partition) → the high watermark sent with the attempt; an append
+        after that read moved the key's version past the one read before it, so the wait ends at
+        once). A partition with records left below that high watermark that could not be acquired
+        (locked by other members, the in-flight window full:
+        ``group.share.partition.max.record.locks``) gains nothing from an append — only a free of
+        the group helps — so its appends do not wake the fetch."""
         keys: list[tuple] = [("group", group)]
         for pr in r.partitions:
             name = names.get(pr.topic_id)
             if name is None or _err(pr.error) is not None:
                 continue
-            lg = self.logs.get(name, pr.partition)
+            hw = hw_read.get((pr.topic_id, pr.partition))
             nfo = pr.next_fetch_offset if pr.next_fetch_offset is not None else -1
-            if lg is None or nfo < 0 or nfo >= lg.high_watermark:
+            if hw is None or nfo < 0 or nfo >= hw:
                 keys.append(("partition", name, pr.partition))
         return keys
 
@@ -319,6 +353,7 @@ class ShareClient:
 
         read: dict[tuple[str, int], tuple[list[tuple[int, int]], bytes]] = {}
         msg_parts = []
+        min_batches = _READ_BATCHES_PER_SESSION * max(1, self._sessions_of.get(group, 1))
         for tid, p in known:
             name = names[tid]
             lg = self.logs.open(name, p)
@@ -330,7 +365,7 @@ class ShareClient:
                 # actor filters batches below its next fetch offset and tells us where it is
                 start = max(nxt, lso) if nxt >= 0 else lso
                 if start < hw:
-                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES, max_records, _PARTITION_READ_BATCHES)
+                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES, max_records, min_batches)
                     read[(tid, p)] = (bounds, data)
                     batches = tuple(bounds)
                 else:
@@ -410,7 +445,7 @@ class ShareClient:
             return ShareFetchResult(r.error, r.message or None)
         if epoch == -1:
             with self._lock:
-                self._session_parts.pop((group, member), None)
+                self._drop_session(group, member)
         out = [ShareFetchPartition(uuid.UUID(p.topic_id), p.partition, ack_error=_err(p.error), ack_error_message=p.message or None) for p in r.partitions]
         out += [ShareFetchPartition(uuid.UUID(t), p, ack_error="UNKNOWN_TOPIC_ID" if t not in names else "UNKNOWN_TOPIC_OR_PARTITION") for t, p in unknown]
         return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))
@@ -557,8 +592,8 @@ class ShareClient:
         was replaced or deleted; the actor would answer ``refetch_from`` anyway)."""
         with self._lock:
             for d in (self._next, self._reset):
-                for k in [k for k in d if k[0] == group]:
-                    del d[k]
+                for k in [k for k in list(d) if k[0] == group]:  # a snapshot: other threads write these dicts
+                    d.pop(k, None)
 
     def _ask_existing(self, group: str, msg: Any) -> tuple[str | None, str | None, Any]:
         """Ask an existing group's actor (never creating it) → ``(error, message, reply)``: a group
@@ -589,6 +624,7 @@ class ShareClient:
         with self._lock:
             for k in [k for k in self._session_parts if k[0] == group]:
                 del self._session_parts[k]
+            self._sessions_of.pop(group, None)
             getattr(self, "_lock_ms", {}).pop(group, None)  # its configs went with it
         self.host.stop_group(group)  # the next request for the id starts a fresh group
         self.controller.forget_share_group(group)

@@ -14,9 +14,11 @@ party's longest-waiting fetch, and that fetch passes the wake-up on to the next 
 on one partition cost one attempt per change, not 32 (Kafka completes the delayed fetches of a
 partition in order the same way), and the records go to the waiters in the order they came.
 
-Lost wake-ups cannot happen: a waiter reads the keys' versions (:meth:`WaitSet.versions`) *before*
-it looks at the state it waits on, and :meth:`WaitSet.wait` returns at once when any version moved
-since then.
+No wake-up is lost as long as the waiters keep two rules (:meth:`wire.share_client.ShareClient.fetch`
+does): read the keys' versions (:meth:`WaitSet.versions`) *before* looking at the state waited on
+— :meth:`WaitSet.wait` returns at once when any version moved since then — and decide which keys
+to wait on from that same state; and a waiter that holds wake-ups (``wait`` returned keys) passes
+them on whenever it leaves records behind or leaves without having tried.
 """
 
 from __future__ import annotations

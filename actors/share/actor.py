@@ -362,12 +362,16 @@ class ShareGroupActor(EventSourcedActor):
 
     def on_exit(self) -> None:
         """``ActorExitRequest`` (not a passivation): save a snapshot when events were appended since
-        the last one (best effort; the events are the truth)."""
+        the last one (best effort; the events are the truth); replies still held for appends in
+        flight are answered ``NotReady`` (the client asks again; what those appends decided stays
+        in the log: acquisitions come back when their locks expire)."""
         if self._ready and not self._passivated and self._state is not None and not self._inflight and self._version > self._snap_version:
             try:
                 self._save_snapshot()
             except Exception:  # best effort: the events are the truth
                 log.warning("share group %s: snapshot at exit failed", self._group_id, exc_info=True)
+        if self._held:
+            self._reset_pipeline()
 
     def receiveMsg_Passivate(self, msg: m.Passivate, sender: Any) -> None:
         """Save a snapshot and exit now (once the appends in flight are durable; at once when not
@@ -1135,9 +1139,10 @@ class ShareGroupActor(EventSourcedActor):
 
             def deleted() -> None:
                 if msg.partitions is None:
-                    # the group is gone: until the controller stops this actor (ForgetShareGroup),
-                    # every request gets NotReady, so the wire looks the group up again and a new
-                    # join creates it afresh through the census instead of in this retired actor
+                    # the group is gone: until its parent stops this actor (the listener's
+                    # ShareGroupHost.stop_group), every request gets NotReady, so the wire looks the
+                    # group up again and a new join creates it afresh through the census instead
+                    # of in this retired actor
                     self._retired = True
                 self._reply(sender, m.ShareGroupStateDeleted(self._group_id, "NONE", "", results), fail)
 

@@ -164,6 +164,9 @@ class ShareCoordinatorActor(ActorTypeDispatcher):
             log.exception("share coordinator: waking the fetches of %s failed", msg.group_id)
 
     def receiveMsg_StartShareGroup(self, msg: StartShareGroup, sender: Any) -> None:
+        if self._stop_all_waiter is not None:  # the node is stopping: no new group actor
+            self.send(sender, Failure("COORDINATOR_NOT_AVAILABLE", "the share coordinator is stopping"))
+            return
         child = self._children.get(msg.group_id)
         if child is None:
             child = self._start(msg.group_id)
@@ -245,6 +248,9 @@ class ShareCoordinatorActor(ActorTypeDispatcher):
         if child.restart_waiters and self._stop_all_waiter is None:
             fresh = self._start(child.group_id)
             fresh.waiters.extend(child.restart_waiters)
+        else:
+            for w in child.restart_waiters:
+                self.send(w, Failure("COORDINATOR_NOT_AVAILABLE", "the share coordinator is stopping"))
         if self._stop_all_waiter is not None and not self._children:
             self.send(self._stop_all_waiter, ShareGroupStopped("*"))
             self._stop_all_waiter = None

@@ -203,6 +203,74 @@ def test_an_expiring_acquisition_lock_ends_the_wait(env):
     assert time.monotonic() - t0 >= 0.5  # not before the lock expired
 
 
+def test_a_produce_landing_while_an_attempt_runs_is_not_lost(env):
+    """A produce between the attempt's read of the log and its choice of what to wait for must
+    end the wait at once (it compared against a later high watermark and skipped the partition)."""
+    sc, logs, _ = env
+    a = Member(sc, "a")
+    real, injected = sc._wait_keys, []
+
+    def wait_keys(*args):
+        if not injected:
+            injected.append(True)
+            _produce(logs, 0, b"late")  # after the read, before the wait
+        return real(*args)
+
+    sc._wait_keys = wait_keys
+    t0 = time.monotonic()
+    assert a.fetch(max_wait_ms=20_000) == [(0, 0, 0, 1)]
+    assert injected and time.monotonic() - t0 < 10
+
+
+def test_a_woken_fetch_that_reads_again_keeps_and_hands_on_its_wake_up(env):
+    """Record-limit fetches of a and b (MaxRecords 1) wait; c RELEASEs two records. The woken
+    fetch reads from a next fetch offset c's acquisition had moved (``refetch_from``), reads again
+    at once, takes one record and hands the wake-up on: b gets the other, long before its
+    MaxWaitMs."""
+    sc, logs, _ = env
+    a, b, c = Member(sc, "a"), Member(sc, "b"), Member(sc, "c")
+    _produce(logs, 0, b"1", b"2")
+    assert c.fetch(0) == [(0, 0, 1, 1)]
+    out: dict[str, tuple[float, list]] = {}
+
+    def run(mb, key):
+        t = time.monotonic()
+        r = sc.fetch(G, mb.id, mb.epoch, [], [], [], 1, 20_000, 1)
+        out[key] = (time.monotonic() - t, [(x.first_offset, x.delivery_count) for q in r.partitions for x in q.acquired])
+
+    ta = threading.Thread(target=run, args=(a, "a"))
+    ta.start()
+    time.sleep(0.3)
+    tb = threading.Thread(target=run, args=(b, "b"))
+    tb.start()
+    time.sleep(0.3)
+    c.acknowledge(0, 0, 1, 2)  # RELEASE both
+    ta.join(JOIN_S)
+    tb.join(JOIN_S)
+    assert sorted(got for _t, got in out.values()) == [[(0, 2)], [(1, 2)]]
+    assert all(t < 10 for t, _got in out.values())
+
+
+def test_an_acknowledgement_for_a_partition_leaving_the_session_does_not_spin(env):
+    """A ShareFetch that forgets partition 1 and acknowledges a record of it: the purgatory waits
+    on the session's partitions only, with one or two attempts — not one ask after another until
+    MaxWaitMs."""
+    sc, logs, host = env
+    m = Member(sc, "b")
+    _produce(logs, 1, b"y")
+    assert m.fetch(100) == [(1, 0, 0, 1)]
+    asks = [0]
+    real = host.ask
+
+    def ask(*args, **kwargs):
+        asks[0] += 1
+        return real(*args, **kwargs)
+
+    host.ask = ask
+    r = sc.fetch(G, m.id, m.epoch, [], [(TID, 1)], [SharePartitionAck(TID, 1, (AckBatch(0, 0, (1,)),))], 500, 1000)
+    assert r.error is None and asks[0] <= 3
+
+
 def test_max_wait_ends_a_fetch_that_got_nothing(env):
     sc, logs, _ = env
     a = Member(sc, "a")
