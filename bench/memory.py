@@ -10,7 +10,8 @@ and samples every process of it (``/proc/<pid>/smaps_rollup``, summed over the p
    produced to it;
 3. ``groups``: after ``--groups`` share groups each joined one member (ShareGroupHeartbeat v1,
    member epoch 0) and fetched once (ShareFetch v1, a new share session, ``MaxWaitMs`` 0), so that
-   each group's actor process exists and has served both a heartbeat and a fetch. With Kafka's
+   each group's actor (hosted in the listener process, :mod:`actors.share.host`) exists and has
+   served both a heartbeat and a fetch. With Kafka's
    default ``share.auto.offset.reset=latest`` a new group starts at the log end, so the fetch
    acquires nothing (``groups_that_acquired`` counts the groups whose fetch acquired records).
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import textwrap
-import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -79,21 +80,22 @@ PIPELINED_CHILD = textwrap.dedent(
         asys.ask(a, m.ShareGroupHeartbeatCmd("crash", mem, 0, subscribed_topic_names=("t",), topics={"t": ("T", 1)}), 20)
         asys.ask(a, m.ShareFetchCmd("crash", mem, 0, (m.ShareFetchPartition("T", 0, high_watermark=0),)), 20)
     epoch, first, acks = 1, 0, {"m1": (), "m2": ()}
+    ends = {mem: asys.private().__enter__() for mem in ("m1", "m2")}  # each member's replies to its own endpoint
     for i in range(100000):
         # two members' fetches and a state dump in flight together: the actor decides the second
         # fetch and the dump while the first append travels; the dump leaves once both are durable
         for mem in ("m1", "m2"):
-            asys.tell(a, m.ShareFetchCmd("crash", mem, epoch, (m.ShareFetchPartition(
+            ends[mem].tell(a, m.ShareFetchCmd("crash", mem, epoch, (m.ShareFetchPartition(
                 "T", 0, acknowledgement_batches=acks[mem], fetch_offset=first, log_batches=((first, first + 19),),
                 high_watermark=first + 20),), 10))
         asys.tell(a, m.GetShareGroupState("crash"))
-        got = [asys.listen(20) for _ in range(3)]
-        for r in got[:2]:
+        got = {mem: ends[mem].listen(60) for mem in ("m1", "m2")}
+        dump = asys.listen(60)
+        for r in got.values():
             assert r.error == "NONE" and r.partitions[0].acknowledge_error == "NONE", r
-        acks = {mem: tuple((f, l, (1,)) for f, l, _dc in r.partitions[0].acquired) for mem, r in zip(("m1", "m2"), got)}
+        acks = {mem: tuple((f, l, (1,)) for f, l, _dc in r.partitions[0].acquired) for mem, r in got.items()}
         epoch += 1
         first += 20
-        dump = got[2]
         print(json.dumps({"version": dump.stream_version, "state": dump.state}), flush=True)
     """
 )
@@ -139,26 +141,33 @@ HOSTED_CHILD = textwrap.dedent(
 def test_state_survives_sigkill_of_the_actor_process(tmp_path, path):
     url = f"sqlite:///{tmp_path}/events.db"
     env = dict(os.environ, PYTHONPATH=str(ROOT), THESPIAN_BASE_IPADDR="127.0.0.1")
+    admin_port = free_port()
     args = {
         "direct": [sys.executable, "-c", CHILD, url],
-        "journal-pipelined": [sys.executable, "-c", PIPELINED_CHILD, url, str(free_port())],
+        "journal-pipelined": [sys.executable, "-c", PIPELINED_CHILD, url, str(admin_port)],
         "hosted": [sys.executable, "-c", HOSTED_CHILD, url],
     }[path]
-    # its own session: the multiproc actor processes (admin, journal, group) die with it
-    proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
+    proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT, start_new_session=True)
     last = None
-    # a child that fails (or hangs) before printing 15 states must not hang the test
-    guard = threading.Timer(120, lambda: os.killpg(proc.pid, signal.SIGKILL))
-    guard.start()
+    lines = 0
+    deadline = time.monotonic() + 120  # a child that fails or stalls must fail the test, not hang it
     try:
-        for n, line in enumerate(proc.stdout, 1):  # type: ignore[union-attr]
+        while lines < 15:  # the child keeps fetching and acknowledging: kill it mid-flight
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            line = proc.stdout.readline() if ready else ""  # type: ignore[union-attr]
+            if not line:
+                break
             last = json.loads(line)
-            if n == 15:
-                break  # the child keeps fetching and acknowledging: kill it mid-flight
+            lines += 1
     finally:
-        guard.cancel()
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
+        if path == "journal-pipelined":
+            # Thespian's admin daemonizes out of the child's session (and holds its stdout): stop
+            # it and its actors through its admin port, so nothing outlives the test
+            ActorSystem("multiprocTCPBase", {"Admin Port": admin_port}, transientUnique=True).shutdown()
+    stderr = proc.stderr.read() if proc.stderr else ""  # type: ignore[union-attr]
+    assert lines == 15, f"the child printed {lines} states: {stderr[-2000:]}"
     assert proc.returncode == -signal.SIGKILL
     assert last is not None and last["version"] > 15
     elog = open_event_log(url)

@@ -33,6 +33,9 @@ class FakeController:
     def admit_share_group(self, group, create=True):
         return None
 
+    def share_groups(self):
+        return []
+
 
 class RecordingGateway:
     """A stand-in :class:`actors.share.host.ShareGroupHost` whose group answers each request with
