@@ -456,6 +456,7 @@ class EventLog:
         else:
             cur.execute(self._sql_last_event)
             position, last_ms = cur.fetchone() or (0, None)
+            self._read_versions(cur, requests, versions)
         position = position or 0
         results: list[AppendResult | Exception] = []
         rows: list[tuple[Any, ...]] = []
@@ -494,6 +495,25 @@ class EventLog:
             else:
                 self._insert_sqlite(cur, rows)
         return results
+
+    #: streams whose versions one statement reads (well below SQLite's bound on parameters)
+    _VERSIONS_PER_QUERY = 256
+
+    def _read_versions(self, cur: Any, requests: Sequence[AppendRequest], versions: dict[str, int]) -> None:
+        """Fill ``versions`` with the current version of every stream ``requests`` name (0 for a
+        stream without events), a few statements for the whole group commit instead of one per
+        stream (the journal commits the appends of many share groups together)."""
+        streams = list(dict.fromkeys(req.stream_id for req in requests))
+        mark = self._mark
+        for i in range(0, len(streams), self._VERSIONS_PER_QUERY):
+            chunk = streams[i : i + self._VERSIONS_PER_QUERY]
+            cur.execute(
+                f"SELECT stream_id, max(stream_version) FROM events WHERE stream_id IN ({', '.join([mark] * len(chunk))}) GROUP BY stream_id",
+                chunk,
+            )
+            found = dict(cur.fetchall())
+            for sid in chunk:
+                versions[sid] = found.get(sid) or 0
 
     def _insert_sqlite(self, cur: Any, rows: list[tuple[Any, ...]]) -> None:
         """Insert ``rows`` (tuples in column order) with multi-row ``INSERT … VALUES (…), (…)``
