@@ -202,7 +202,9 @@ def test_three_nodes_keep_every_acknowledged_record_over_leader_sigkills(daemon_
     admin = AdminClient({"bootstrap.servers": cl.bootstrap()})
 
     # -- the cluster as clients see it
-    assert wait_for(lambda: (md := cl.metadata()) is not None and sorted(md.brokers) == [1, 2, 3], 60)
+    # every node follows the shared log on its own, as Kafka brokers follow the metadata log:
+    # wait until each one lists all three before asking whichever node the client picks
+    assert wait_for(lambda: all((md := cl.metadata(n)) is not None and sorted(md.brokers) == [1, 2, 3] for n in (1, 2, 3)), 60)
     desc = admin.describe_cluster(request_timeout=30).result(30)
     assert sorted(n.id for n in desc.nodes) == [1, 2, 3]
     assert desc.controller is not None and desc.controller.id in (1, 2, 3)
