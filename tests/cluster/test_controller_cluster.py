@@ -195,7 +195,8 @@ def test_two_controllers_one_active_the_other_follows_and_a_deposed_one_steps_do
 
     dbname = pg_url.rsplit("/", 1)[1]
     with psycopg.connect(f"host=127.0.0.1 port=5432 dbname={dbname} user=postgres", autocommit=True) as conn:
-        killed = conn.execute("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted").fetchall()
+        killed = conn.execute("SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+            " WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()").fetchall()
     assert killed == [(True,)]
     won = asys.ask(c2, M.ClaimControllerRequest(1, (1,)), T)
     assert won.active and won.controller_id == 2 and won.controller_epoch == 2
