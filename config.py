@@ -112,6 +112,10 @@ BROKER_DEFAULTS: dict[str, str] = {
     "unclean.leader.election.enable": "false",
     "min.insync.replicas": "1",
     "replica.lag.time.max.ms": "30000",
+    # how often each replica's high watermark is written to <log.dirs>/replication-offset-checkpoint
+    # (ms; a cluster node only, wire/hw_checkpoints.py; the daemon's tick bounds it below by
+    # shoal.tick.interval.ms)
+    "replica.high.watermark.checkpoint.interval.ms": "5000",
     "replica.fetch.wait.max.ms": "500",
     "replica.fetch.min.bytes": "1",
     "replica.fetch.max.bytes": "1048576",
