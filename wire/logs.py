@@ -173,7 +173,7 @@ class LogRegistry:
         self.replicas.close()
         try:
             self.checkpoint_high_watermarks()
-        except OSError:  # pragma: no cover - a full disk must not keep the logs from closing
+        except (OSError, ValueError):  # pragma: no cover - a full disk must not keep the logs from closing
             log.exception("high watermark checkpoint at shutdown")
         with self._lock:
             victims = list(self._logs.values())

@@ -5,9 +5,10 @@ and ``leader.imbalance.per.broker.percentage`` (10).
 Semantics:
 
 * Every ``leader.imbalance.check.interval.seconds``, counted from the moment this controller
-  became active (KRaft ``QuorumController.maybeScheduleNextBalancePartitionLeaders`` defers the
-  first check by one interval), the controller looks at every partition whose leader is not its
-  preferred replica (``replicas[0]``).
+  became active, the controller looks at every partition whose leader is not its preferred
+  replica (``replicas[0]``). KRaft's ``QuorumController.maybeScheduleNextBalancePartitionLeaders``
+  instead schedules a check one interval after a write that leaves partitions imbalanced; a fixed
+  period runs the check at most one interval later than KRaft would.
 * Per broker, the leader imbalance ratio is the number of partitions it is the preferred replica
   of but does not lead, over the number it is the preferred replica of. When the ratio is above
   ``leader.imbalance.per.broker.percentage`` / 100, its partitions whose preferred replica can lead
