@@ -77,7 +77,8 @@ class HighWatermarkCheckpoints:
         return lg.update_high_watermark(hw)
 
     def forget(self, topic: str) -> None:
-        """Drop the entries of deleted ``topic`` (a topic re-created with its name starts empty)."""
+        """Drop the entries of deleted ``topic`` (a topic re-created with its name starts empty;
+        Kafka's checkpoint loses a deleted partition's entry with its log). Raises nothing."""
         with self._lock:
             for k in [k for k in self._pending if k[0] == topic]:
                 del self._pending[k]

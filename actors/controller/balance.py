@@ -84,8 +84,8 @@ class LeaderBalanceConfig:
 def leader_imbalance_ratios(state: ControllerState) -> dict[int, float]:
     """Per preferred replica (broker id): the partitions it is ``replicas[0]`` of but does not
     lead, over all partitions it is ``replicas[0]`` of (``KafkaController``'s
-    ``imbalanceRatio``; a leaderless partition counts as not led). Brokers that are nobody's
-    preferred replica are absent. Pure."""
+    ``imbalanceRatio``; a leaderless partition counts as not led), in ``[0, 1]``. Brokers that
+    are nobody's preferred replica are absent. Pure; raises nothing."""
     preferred: dict[int, int] = {}
     not_led: dict[int, int] = {}
     for t in state.topics.topics.values():
@@ -103,7 +103,8 @@ def preferred_leader_candidates(state: ControllerState, live: Iterable[int], per
     """The partitions to give back to their preferred replica, in topic and partition order:
     those whose ``replicas[0]`` is not the leader, is in ``live`` and in the ISR
     (``canPreferredReplicaBeLeader``), of brokers whose :func:`leader_imbalance_ratios` is above
-    ``percentage`` / 100. Pure."""
+    ``percentage`` / 100 (``percentage``: an integer percent, 0 = any imbalance). Pure; raises
+    nothing."""
     alive = set(live)
     over = {b for b, ratio in leader_imbalance_ratios(state).items() if ratio > percentage / 100}
     out: list[TopicPartition] = []

@@ -51,8 +51,8 @@ class CheckpointFormatError(ValueError):
 
 def render_offset_checkpoint(offsets: Mapping[TopicPartition, int]) -> str:
     """The checkpoint text of ``offsets`` (``(topic, partition) → offset``), entries sorted by
-    topic and partition so that equal maps render equal text (Kafka writes them in map order).
-    Pure. Raises ``ValueError`` for a topic name that contains whitespace or is empty (it could
+    topic and partition so that equal maps render equal text (Kafka's ``CheckpointWriteBuffer``
+    with ``OffsetCheckpointFile.Formatter``, which writes them in map order). Pure. Raises ``ValueError`` for a topic name that contains whitespace or is empty (it could
     not be read back; Kafka's topic names never do)."""
     lines = [str(OFFSET_CHECKPOINT_VERSION), str(len(offsets))]
     for (topic, partition), offset in sorted(offsets.items()):
