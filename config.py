@@ -110,8 +110,16 @@ BROKER_DEFAULTS: dict[str, str] = {
     # how often a node reads the controller stream for metadata it has not folded yet (ms)
     "shoal.cluster.metadata.poll.ms": "100",
     "unclean.leader.election.enable": "false",
+    # automatic preferred leader election by the active controller (actors/controller/balance.py)
+    "auto.leader.rebalance.enable": "true",
+    "leader.imbalance.check.interval.seconds": "300",
+    "leader.imbalance.per.broker.percentage": "10",
     "min.insync.replicas": "1",
     "replica.lag.time.max.ms": "30000",
+    # how often each replica's high watermark is written to <log.dirs>/replication-offset-checkpoint
+    # (ms; a cluster node only, wire/hw_checkpoints.py; the daemon's tick bounds it below by
+    # shoal.tick.interval.ms)
+    "replica.high.watermark.checkpoint.interval.ms": "5000",
     "replica.fetch.wait.max.ms": "500",
     "replica.fetch.min.bytes": "1",
     "replica.fetch.max.bytes": "1048576",

@@ -56,6 +56,7 @@ from wire.dispatch import API_NAMES, CLUSTER_APIS, SUPPORTED, KafkaDispatcher
 from wire.entities import error_name
 from wire.gateway import ActorGateway
 from wire.group_types import GroupTypes
+from wire.hw_checkpoints import HighWatermarkCheckpoints
 from wire.logs import LogRegistry
 from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
@@ -576,7 +577,11 @@ class Daemon:
             # the data plane's metadata image: the constructor's view, else this node alone (a
             # cluster's own image replaces it below, once it is built)
             view = self.cluster_view if self.cluster_view is not None else StaticClusterView(int(self.cfg.get("node.id", "1")))
-            self.logs = LogRegistry(self.cfg["log.dirs"], cluster=view, replica_lag_time_max_ms=int(self.cfg.get("replica.lag.time.max.ms", "30000")))
+            # a replica's HW survives a restart only where it can differ from its log end offset:
+            # on a cluster, or a data plane following another view (wire.hw_checkpoints)
+            replicated = cluster_enabled(self.cfg) or not isinstance(view, StaticClusterView)
+            self.logs = LogRegistry(self.cfg["log.dirs"], cluster=view, replica_lag_time_max_ms=int(self.cfg.get("replica.lag.time.max.ms", "30000")),
+                                    hw_checkpoints=HighWatermarkCheckpoints(self.cfg["log.dirs"]) if replicated else None)
             controller = controller_client.start(self.asys, self.gateway, self.cfg, journal)
             self.logs._topic_config = controller.topic_config  # noqa: SLF001 - wiring
             # this node's share groups: actors hosted in this process (actors.share.host)
@@ -902,7 +907,8 @@ class Daemon:
         rlm.start()
 
     def _tick(self) -> None:
-        """Background duties of the listener process: flush.ms, retention, tiering ticks,
+        """Background duties of the listener process: flush.ms, retention, tiering ticks, the
+        high watermark checkpoint of a cluster node (``replica.high.watermark.checkpoint.interval.ms``),
         returning free heap pages to the OS (``shoal.malloc.trim.interval.ms``) and the SQLite
         event log's WAL checkpoint (``event.log.sqlite.checkpoint.interval.ms``)."""
         interval = float(self.cfg.get("shoal.tick.interval.ms", "1000")) / 1000
@@ -910,9 +916,17 @@ class Daemon:
         trimmer = MallocTrimmer(int(self.cfg.get("shoal.malloc.trim.interval.ms", "5000")))  # guard
         checkpoint_s = float(self.cfg.get("event.log.sqlite.checkpoint.interval.ms", "1000")) / 1000
         last_checkpoint = time.monotonic()
+        hw_checkpoint_s = float(self.cfg.get("replica.high.watermark.checkpoint.interval.ms", "5000")) / 1000
+        last_hw_checkpoint = time.monotonic()
         while not self._stopped.wait(interval):
             now = int(time.time() * 1000)
             trimmer.tick(int(time.monotonic() * 1000))
+            if self.logs is not None and self.logs.hw_checkpoints is not None and time.monotonic() - last_hw_checkpoint >= hw_checkpoint_s:
+                last_hw_checkpoint = time.monotonic()
+                try:  # Kafka's highwatermark-checkpoint task (replica.high.watermark.checkpoint.interval.ms)
+                    self.logs.checkpoint_high_watermarks()
+                except Exception:
+                    log.warning("high watermark checkpoint failed", exc_info=True)
             if checkpoint_s > 0 and time.monotonic() - last_checkpoint >= checkpoint_s:
                 last_checkpoint = time.monotonic()
                 try:  # the WAL checkpoint no append runs (event.log.sqlite.checkpoint.interval.ms)

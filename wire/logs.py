@@ -29,6 +29,7 @@ from store import record_batch as rb
 from store.producer_state import InvalidProducerEpochError, OutOfOrderSequenceError
 from wire.backend import FetchedPartition, ProduceResult
 from wire.cluster_view import ClusterView, StaticClusterView
+from wire.hw_checkpoints import HighWatermarkCheckpoints
 from wire.replica_manager import ReplicaManager
 from wire.waits import WaitSet
 
@@ -53,7 +54,10 @@ class LogRegistry:
     log start (the RemoteLogManager's read path). ``cluster`` (default ``StaticClusterView(0)``:
     this node leads everything) says who leads each partition; ``replica_lag_time_max_ms`` is
     ``replica.lag.time.max.ms``; ``clock()`` (ms, default wall time) is the replica manager's
-    time. Thread-safe."""
+    time. ``hw_checkpoints`` (a cluster node's; ``None`` on a single node, where every log opens
+    with HW = its log end offset): the :class:`wire.hw_checkpoints.HighWatermarkCheckpoints`
+    each log's high watermark is restored from when it is opened and written to by
+    :meth:`checkpoint_high_watermarks` and :meth:`close`. Thread-safe."""
 
     def __init__(
         self,
@@ -62,8 +66,10 @@ class LogRegistry:
         cluster: ClusterView | None = None,
         replica_lag_time_max_ms: int = 30_000,
         clock: Callable[[], int] | None = None,
+        hw_checkpoints: HighWatermarkCheckpoints | None = None,
     ) -> None:
         self.log_dirs = log_dirs
+        self.hw_checkpoints = hw_checkpoints
         Path(log_dirs).mkdir(parents=True, exist_ok=True)
         self._topic_config = topic_config or (lambda _t: {})
         self._logs: dict[tuple[str, int], PartitionLog] = {}
@@ -107,6 +113,8 @@ class LogRegistry:
             if lg is None:
                 cfg = LogConfig.from_properties(self._topic_config(topic))
                 lg = PartitionLog.open(self.log_dirs, topic, partition, cfg, now_ms=_now_ms())
+                if self.hw_checkpoints is not None:
+                    self.hw_checkpoints.restore(lg)  # before anyone reads it (Kafka Partition.createLog)
                 self._logs[key] = lg
                 if self.on_open is not None:
                     self.on_open(lg)
@@ -136,6 +144,8 @@ class LogRegistry:
             if d.is_dir() and suffix.isdigit():
                 self.open(topic, int(suffix))
         self.replicas.forget(topic)
+        if self.hw_checkpoints is not None:
+            self.hw_checkpoints.forget(topic)
         with self._lock:
             keys = [k for k in self._logs if k[0] == topic]
             victims = [self._logs.pop(k) for k in keys]
@@ -147,9 +157,24 @@ class LogRegistry:
             except Exception:  # pragma: no cover - best effort on a deleted topic
                 log.exception("deleting %s-%d", lg.topic, lg.partition)
 
+    def checkpoint_high_watermarks(self) -> dict[tuple[str, int], int] | None:
+        """Write every replica's high watermark to the ``replication-offset-checkpoint`` file
+        (Kafka ``ReplicaManager.checkpointHighWatermarks``; the daemon calls it every
+        ``replica.high.watermark.checkpoint.interval.ms``). Returns the offsets written
+        (``(topic, partition) → HW``, exclusive), ``None`` without ``hw_checkpoints``. Raises
+        ``OSError`` when the file cannot be written."""
+        if self.hw_checkpoints is None:
+            return None
+        return self.hw_checkpoints.checkpoint(self.logs())
+
     def close(self) -> None:
-        """Stop the replica manager, then flush and close every log (clean shutdown)."""
+        """Stop the replica manager, checkpoint the high watermarks (with ``hw_checkpoints``),
+        then flush and close every log (clean shutdown)."""
         self.replicas.close()
+        try:
+            self.checkpoint_high_watermarks()
+        except (OSError, ValueError):  # pragma: no cover - a full disk must not keep the logs from closing
+            log.exception("high watermark checkpoint at shutdown")
         with self._lock:
             victims = list(self._logs.values())
             self._logs.clear()

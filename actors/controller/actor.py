@@ -52,6 +52,7 @@ from actors.controller import frontiers as fr
 from actors.controller import scram as sc
 from actors.controller import topics as tp
 from actors.controller import acls as ac
+from actors.controller import balance as bal
 from actors.controller import cluster as cl
 from actors.controller.messages import (
     AclsReply,
@@ -215,6 +216,10 @@ class ControllerActor(EventSourcedActor):
         self._lease_checked = 0.0
         self._session_timeout_ms = 9000
         self._follow_ms = 100
+        #: automatic preferred leader election (actors.controller.balance): its configs and when
+        #: the next check is due (ms; None while this node is not the active controller)
+        self._leader_balance = bal.LeaderBalanceConfig()
+        self._next_balance_ms: int | None = None
 
     # -- dispatch ---------------------------------------------------------------------------
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802 (Thespian's name)
@@ -259,6 +264,7 @@ class ControllerActor(EventSourcedActor):
             elog = self.event_log
             self.state = self._recover(elog)
             self._max_share_groups = max_groups_from(self._config)
+            self._leader_balance = bal.LeaderBalanceConfig.from_config(self._config)
             self._share_groups = census_from_log(elog)
         except Exception as exc:
             log.exception("controller recovery failed")
@@ -759,7 +765,8 @@ class ControllerActor(EventSourcedActor):
 
     def _on_follow(self) -> None:
         """The follow timer: fold new stream events; as the active controller, fence the brokers
-        whose session expired (``broker.session.timeout.ms``)."""
+        whose session expired (``broker.session.timeout.ms``), else check the leader balance
+        (:meth:`_maybe_balance_leaders`)."""
         assert self.state is not None
         try:
             self._follow()
@@ -776,6 +783,33 @@ class ControllerActor(EventSourcedActor):
                 for b in expired:
                     self._heartbeats.forget(b)
                 self._execute(cl.FenceBrokers(tuple(expired)), self.myAddress, lambda d, ch: None, on_failure=lambda f: None)
+                return  # one append per tick: the balancing check decides on the folded fencing next time
+        self._maybe_balance_leaders(_now_ms())
+
+    def _maybe_balance_leaders(self, now_ms: int) -> None:
+        """Automatic preferred leader election on the follow timer (Kafka
+        ``QuorumController.maybeBalancePartitionLeaders``, see :mod:`actors.controller.balance`):
+        the active controller checks every ``leader.imbalance.check.interval.seconds``, the first
+        time one interval after it became active, and elects the preferred leaders
+        :func:`~actors.controller.balance.maybe_balance_partition_leaders` picks (``PartitionChanged``,
+        reason ``"preferred"``). ``now_ms``: wall time in ms. Raises nothing (a failed append is
+        logged; the next check retries)."""
+        assert self.state is not None
+        if not self._active:
+            self._next_balance_ms = None
+            return
+        if self._next_balance_ms is None:
+            self._next_balance_ms = now_ms + self._leader_balance.leader_imbalance_check_interval_ms
+            return
+        cmd, self._next_balance_ms = bal.maybe_balance_partition_leaders(self.state, self._leader_balance, now_ms, self._next_balance_ms)
+        if cmd is None:
+            return
+        log.info("controller: automatic preferred leader election for %d partition(s): %s", len(cmd.partitions or ()), list(cmd.partitions or ())[:10])
+
+        def failed(f: Failure) -> None:
+            log.warning("controller: automatic preferred leader election failed: %s %s", f.error, f.message)
+
+        self._execute(cmd, self.myAddress, lambda d, ch: None, on_failure=failed)
 
     def on_wakeup(self, payload: Any) -> None:
         """The retention timer: decide :class:`~actors.controller.frontiers.EnforceRetention` now,
