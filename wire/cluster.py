@@ -459,10 +459,22 @@ class BrokerLifecycle:
             return
         try:
             if self.broker_epoch < 0 or self._registered_elsewhere():
-                self._register(ctrl)
+                declined = self._register(ctrl)
             else:
-                self._heartbeat(want_fence=False)
+                declined = self._heartbeat(want_fence=False)
             self._contact_ms = _now_ms()
+            if declined:
+                # The controller the image names answered NOT_CONTROLLER and no newer
+                # ControllerElected is folded: it lost its lease (its database connection died)
+                # and stepped down. Nobody else would ever claim the role, since its node is
+                # alive and unfenced, so claim it: only a node that can take the free lease
+                # wins, and of several claimants the fenced append picks one (the deposed node
+                # itself may win it back).
+                self.metadata.poll()
+                if self.metadata.controller() == (ctrl, epoch):
+                    err = self._claim(epoch, ())
+                    log.warning("node %d claimed the controller role after controller %d declined it: %s", self.node_id, ctrl, err or "won")
+                    self.metadata.poll()
         except RpcError as exc:
             silent = _now_ms() - self._contact_ms
             log.info("controller %d unreachable for %d ms: %s", ctrl, silent, exc)
@@ -481,7 +493,10 @@ class BrokerLifecycle:
         reg = self.metadata.registration(self.node_id)
         return reg is not None and reg.incarnation_id != str(self.incarnation_id) and reg.broker_epoch > self.broker_epoch
 
-    def _register(self, ctrl: int) -> None:
+    def _register(self, ctrl: int) -> bool:
+        """BrokerRegistration (62) with controller ``ctrl``, then a first heartbeat. Returns
+        whether the controller answered NOT_CONTROLLER. Raises :class:`RpcError` when it cannot
+        be reached."""
         ch = self._controller_channel(ctrl)
         if ch is None:
             raise RpcError(f"controller {ctrl} has no endpoint")
@@ -500,12 +515,15 @@ class BrokerLifecycle:
         code = int(resp.error_code)
         if code != 0:
             log.info("node %d registration: %s", self.node_id, error_name(code))
-            return
+            return error_name(code) == "NOT_CONTROLLER"
         self.broker_epoch = int(resp.broker_epoch)
         log.info("node %d registered with controller %d, broker epoch %d", self.node_id, ctrl, self.broker_epoch)
-        self._heartbeat(want_fence=False)
+        return self._heartbeat(want_fence=False)
 
-    def _heartbeat(self, want_fence: bool) -> None:
+    def _heartbeat(self, want_fence: bool) -> bool:
+        """BrokerHeartbeat (63) to the controller the image names; records whether this node is
+        fenced. Returns whether the controller answered NOT_CONTROLLER. Raises :class:`RpcError`
+        when it cannot be reached."""
         ctrl, _epoch = self.metadata.controller()
         ch = self._controller_channel(ctrl)
         if ch is None:
@@ -526,9 +544,10 @@ class BrokerLifecycle:
             self.fenced = True
             self._unfenced.clear()
             log.info("node %d heartbeat: %s", self.node_id, name)
-            return
+            return name == "NOT_CONTROLLER"
         self.fenced = bool(resp.is_fenced)
         if self.fenced:
             self._unfenced.clear()
         else:
             self._unfenced.set()
+        return False

@@ -6,7 +6,9 @@
   idempotent ``acks=all`` producer while the node leading partition 0 is SIGKILLed — the
   ``app.py run`` process and every process of its Thespian actor system — restarted on the same
   data dir and waited for until it is back in every ISR, five times over; then the active
-  controller's node is killed once: another node takes the role and producing goes on.
+  controller's node is killed once: another node takes the role and producing goes on; then
+  the active controller's database session is ended while its process lives: the cluster gets
+  an active controller again (CreateTopics works) and producing goes on.
 * A Produce for partition 0 sent to a follower of it answers NOT_LEADER_OR_FOLLOWER.
 * At the end a fresh consumer reads every partition to its high watermark: every record whose
   delivery report was OK is there exactly once, at the partition and offset the report gave (when
@@ -197,6 +199,41 @@ def produce_raw(port: int, partition: int) -> int:
         ch.close()
 
 
+def terminate_controller_lease(pg_url: str) -> int:
+    """End the database session holding the cluster's controller lease (an advisory lock of the
+    test's own database); returns how many sessions were ended."""
+    import psycopg
+
+    dbname = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(f"host=127.0.0.1 port=5432 dbname={dbname} user=postgres", autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
+            " WHERE l.locktype = 'advisory' AND l.granted AND d.datname = current_database()"
+        ).fetchall()
+    return sum(1 for (ok,) in rows if ok)
+
+
+def controller_elections(pg_url: str) -> int:
+    """How many ControllerElected events the shared log's controller stream holds."""
+    import psycopg
+
+    dbname = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(f"host=127.0.0.1 port=5432 dbname={dbname} user=postgres", autocommit=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM events WHERE stream_id = 'controller' AND event_type = 'controller.ControllerElected'").fetchone()[0])
+
+
+def create_topic_ok(bootstrap: str, name: str, errors: list[str]) -> bool:
+    """Whether CreateTopics of ``name`` (1 partition, RF 3) succeeds now (or it already exists);
+    the error of a failed attempt is appended to ``errors``."""
+    try:
+        admin = AdminClient({"bootstrap.servers": bootstrap})  # held: a collected client cancels its futures
+        admin.create_topics([NewTopic(name, 1, 3)], request_timeout=10)[name].result(15)
+        return True
+    except Exception as exc:  # noqa: BLE001 - NOT_CONTROLLER, timeouts: not yet
+        errors.append(str(exc))
+        return "TOPIC_ALREADY_EXISTS" in str(exc)
+
+
 def test_three_nodes_keep_every_acknowledged_record_over_leader_sigkills(daemon_factory, pg_url, tmp_path):
     cl = Cluster(daemon_factory, pg_url, tmp_path)
     admin = AdminClient({"bootstrap.servers": cl.bootstrap()})
@@ -252,6 +289,18 @@ def test_three_nodes_keep_every_acknowledged_record_over_leader_sigkills(daemon_
         kill_and_return(ctrl, controller_moved)
         mark = load.last_sent
         assert wait_for(lambda: load.acked_beyond(mark), 60), "producing stopped after the restart"
+
+        # -- the active controller's database session dies while its process lives (a PostgreSQL
+        # restart, a network blip): it steps down, and the cluster has an active controller
+        # again (the nodes claim the free lease; before, nobody did and the cluster stayed
+        # without one)
+        elections = controller_elections(cl.pg_url)
+        assert terminate_controller_lease(cl.pg_url) == 1
+        assert wait_for(lambda: controller_elections(cl.pg_url) > elections, 60), "nobody claimed the controller role after its lease was lost"
+        errors: list[str] = []
+        assert wait_for(lambda: create_topic_ok(cl.bootstrap(), "after-lease-loss", errors), 60), f"no active controller after the lease was lost: {errors[-3:]}"
+        mark = load.last_sent
+        assert wait_for(lambda: load.acked_beyond(mark), 60), "producing stopped after the controller lost its lease"
     finally:
         load.stop()
 
