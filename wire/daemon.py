@@ -151,6 +151,18 @@ class ShoalBackend:
         err, results = self.controller.elect_leaders(partitions, election)
         return err, [(r.topic, r.partition, r.error, r.message) for r in results]
 
+    def alter_partition_reassignments(self, reassignments: list[tuple[str, int, tuple[int, ...] | None]]) -> tuple[str | None, list[tuple[str, int, str, str | None]]]:
+        """AlterPartitionReassignments (KIP-455) through this node's controller (NOT_CONTROLLER
+        unless active) → ``(error, [(topic, partition, error, message)])`` in request order."""
+        err, results = self.controller.alter_partition_reassignments(reassignments)
+        return err, [(r.topic, r.partition, r.error, r.message) for r in results]
+
+    def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None) -> tuple[str | None, list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]]:
+        """ListPartitionReassignments (KIP-455) through this node's controller →
+        ``(error, [(topic, partition, replicas, adding, removing)])``."""
+        err, found = self.controller.list_partition_reassignments(partitions)
+        return err, [(o.topic, o.partition, tuple(o.replicas), tuple(o.adding), tuple(o.removing)) for o in found]
+
     def allocate_producer_ids_for(self, broker_id: int) -> tuple[str | None, int, int]:
         """AllocateProducerIds for ``broker_id`` from this node's controller → ``(error, first, size)``."""
         try:
