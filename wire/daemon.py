@@ -57,7 +57,7 @@ from wire.entities import error_name
 from wire.gateway import ActorGateway
 from wire.group_types import GroupTypes
 from wire.logs import LogRegistry
-from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager, StrayReplicaCleaner
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.memory import MallocTrimmer
 from wire.listeners import ListenerSpec, advertised_endpoints, endpoint_for, listener_config, listener_prefix, parse_listeners
@@ -536,6 +536,8 @@ class Daemon:
             self.cfg["remote.log.storage.system.enable"] = "false"
         self.cluster_view = cluster_view
         self.fetchers: Any = None
+        #: deletes the logs of replicas a reassignment moved off this node (a cluster only)
+        self.stray_replicas: StrayReplicaCleaner | None = None
         self.data_dir = Path(self.cfg["shoal.data.dir"])
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
@@ -628,6 +630,12 @@ class Daemon:
                     return [(t.name, p) for t in c.topics(None) for p in range(t.partitions)]
 
                 self.fetchers = ReplicaFetcherManager(view, self.logs.open, FetcherConfig.from_config(self.cfg), all_partitions).start()
+                # a reassignment that moved a replica off this node: its log is deleted (after the
+                # fetchers let it go); stray logs of such partitions are deleted at start-up
+                delay_s = int(self.cfg.get("shoal.cluster.stray.replica.delete.delay.ms", "2000")) / 1000
+                self.stray_replicas = StrayReplicaCleaner(view, self.logs.drop_partition, self.fetchers.following, delay_s)
+                view.on_change(self.stray_replicas.on_change)
+                self.stray_replicas.check(all_partitions())
             self.started_ms = int(time.time() * 1000)
             self._write_status_file()
             self._ticker = threading.Thread(target=self._tick, name="shoal-ticker", daemon=True)
@@ -1008,6 +1016,8 @@ class Daemon:
                 lst.stop()
             except Exception:  # pragma: no cover
                 log.exception("listener stop")
+        if self.stray_replicas is not None:
+            self.stray_replicas.close()
         if self.fetchers is not None:
             try:
                 self.fetchers.close()
