@@ -13,13 +13,18 @@ the names of the nodes. Then:
 * N's log directory holds the records, every acknowledged record is read back (from N, the
   leader), in order, exactly once; L, no longer a replica, has deleted its log;
 * cancelling when nothing is reassigning is NO_REASSIGNMENT_IN_PROGRESS, an unregistered broker
-  INVALID_REPLICA_ASSIGNMENT, and a node that is not the controller answers NOT_CONTROLLER.
+  INVALID_REPLICA_ASSIGNMENT, and a node that is not the controller answers NOT_CONTROLLER;
+* ``app.py replay --verify`` folds the cluster's log with Python and DuckDB to the same tables,
+  which show the target replicas.
 
 Only properties are asserted; every wait is a generous poll.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -28,7 +33,7 @@ from kio.schema.alter_partition_reassignments.v0.request import AlterPartitionRe
 from kio.schema.list_partition_reassignments.v0.request import ListPartitionReassignmentsRequest
 from kio.static.primitive import i32
 
-from tests.e2e.conftest import free_port
+from tests.e2e.conftest import ROOT, free_port
 from tests.e2e.helpers import wait_for
 from wire.cluster import BrokerChannel, RpcError
 
@@ -193,3 +198,19 @@ def test_reassign_a_partition_with_data_to_a_new_replica(pg_url, daemon_factory,
 
     # the old leader is no longer a replica: its log is deleted
     assert wait_for(lambda: not (tmp_path / f"node{old_leader}" / "logs" / f"{TOPIC}-0").exists(), 30)
+
+    # the log folds the same in every engine (the controller's own snapshots included)
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "app.py"), "replay", "--verify", "--json", "--url", pg_url, "--engine", "python", "--engine", "duckdb",
+         "--domain", "controller", "--out", str(tmp_path / "replay")],
+        cwd=str(ROOT), capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    import pyarrow.parquet as pq
+
+    for engine in ("python", "duckdb"):
+        rows = pq.read_table(tmp_path / "replay" / engine / "controller_replicas.parquet").to_pylist()
+        mine = [(r["kind"], r["idx"], r["broker_id"]) for r in rows if r["topic"] == TOPIC]
+        assert sorted(x for x in mine if x[0] != "isr") == [("replica", 0, newcomer), ("replica", 1, follower)], (engine, mine)
+        assert sorted(b for k, _i, b in mine if k == "isr") == sorted([newcomer, follower]), (engine, mine)
+    assert json.loads(out.stdout) is not None
