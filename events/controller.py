@@ -29,6 +29,11 @@ decode, and the SQL engines, which upcast stale rows with the codec, read one sh
   dependencies, exact for every log Shoal wrote: it never created collections depending on
   collections that had dependencies themselves).
 * v1 → v2 of ``ReadHoldsChanged``: a change was ``[collection_id, offset, delta]``; now an object.
+* v1 → v2 of ``PartitionChanged``: ``replicas``, ``adding_replicas`` and ``removing_replicas``
+  are new (partition reassignment, KIP-455); a v1 event changed none of them (``None``). The
+  version is bumped although the codec would fill the defaults by itself, so that a Shoal from
+  before reassignment refuses (``CorruptEventError``: newer schema) a log whose assignments it
+  would fold wrongly.
 """
 
 from __future__ import annotations
@@ -193,13 +198,22 @@ class BrokerConfigsAltered(DomainEvent):
         _normalise_configs(self, "set")
 
 
-@domain_event("controller.PartitionChanged")
+@domain_event("controller.PartitionChanged", schema_version=2)
 @dataclass(frozen=True, slots=True)
 class PartitionChanged(DomainEvent):
-    """A partition's leadership or ISR changed (Kafka's ``PartitionChangeRecord``): the new
-    ``leader`` (-1 = none), ``isr``, ``leader_epoch`` and ``partition_epoch`` after the change.
-    ``reason``: ``"election"``, ``"preferred"``, ``"isr_shrink"``, ``"isr_expand"``,
-    ``"broker_failed"``, ``"leader_update"``."""
+    """A partition's leadership, ISR or assignment changed (Kafka's ``PartitionChangeRecord``):
+    the new ``leader`` (-1 = none), ``isr``, ``leader_epoch`` and ``partition_epoch`` after the
+    change. ``reason``: ``"election"``, ``"preferred"``, ``"isr_shrink"``, ``"isr_expand"``,
+    ``"broker_failed"``, ``"leader_update"``, and for partition reassignment (KIP-455)
+    ``"reassign"`` (AlterPartitionReassignments started, replaced or completed one at once),
+    ``"reassign_cancel"`` (reverted) and ``"reassign_complete"`` (an ISR change completed it).
+
+    The assignment (``replicas`` in assignment order, ``adding_replicas``,
+    ``removing_replicas``; Kafka's ``Replicas``/``AddingReplicas``/``RemovingReplicas``) is
+    ``None`` when it did not change, as Kafka's null lists mean. Unlike Kafka's record, the
+    controller's decider writes the three together whenever any of them changes (so a fold
+    needs the latest event with a non-null ``replicas`` only; ``replicas`` is never empty when
+    set, ``()`` for adding/removing means "none")."""
 
     topic_id: str
     partition: int
@@ -208,6 +222,9 @@ class PartitionChanged(DomainEvent):
     leader_epoch: int
     partition_epoch: int
     reason: str
+    replicas: tuple[int, ...] | None = None
+    adding_replicas: tuple[int, ...] | None = None
+    removing_replicas: tuple[int, ...] | None = None
 
 
 # --- topic admin: CreatePartitions (issue 16) -------------------------------------------------
@@ -574,3 +591,9 @@ def _read_holds_changed_v1(d: dict[str, Any]) -> dict[str, Any]:
             c if isinstance(c, dict) else {"collection_id": c[0], "offset": c[1], "delta": c[2]} for c in d["changes"]
         ],
     }
+
+
+@register_upcaster("controller.PartitionChanged", 1)
+def _partition_changed_v1(d: dict[str, Any]) -> dict[str, Any]:
+    """v1 had no assignment fields: the assignment did not change (``None``)."""
+    return {**d, "replicas": None, "adding_replicas": None, "removing_replicas": None}

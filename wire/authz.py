@@ -287,6 +287,9 @@ class AuthorizingBackend:
             # client, as Kafka does; the controller RPCs are checked for CLUSTER_ACTION (and
             # ElectLeaders for ALTER) on the cluster by their handlers (wire/cluster_api.py)
             "metadata_brokers", "controller_id", "coordinator", "register_broker", "broker_heartbeat", "alter_partition", "allocate_producer_ids_for", "elect_leaders",
+            # partition reassignment (KIP-455): ALTER / DESCRIBE on the cluster, checked by the
+            # handlers (wire/cluster_api.py)
+            "alter_partition_reassignments", "list_partition_reassignments",
         }
     )
     #: ``inner``'s data attributes the handlers read (this broker's identity and endpoints); no

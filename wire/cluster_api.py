@@ -1,6 +1,9 @@
 """The cluster's APIs on the wire (issue 15): Kafka's controller RPCs between nodes —
 BrokerRegistration (62), BrokerHeartbeat (63), AlterPartition (56), AllocateProducerIds (67) —
-and the client-facing DescribeCluster (60).
+and the client-facing DescribeCluster (60), ElectLeaders (43) and partition reassignment
+(KIP-455): AlterPartitionReassignments (45) and ListPartitionReassignments (46), which, like
+ElectLeaders, are decided by the active controller (clients send them to the ``controller_id``
+of Metadata; another node answers NOT_CONTROLLER).
 
 The controller RPCs are answered by this node's ControllerActor: only the active controller
 decides them (NOT_CONTROLLER otherwise, which makes the sender look the controller up again).
@@ -23,7 +26,7 @@ from wire.backend import Backend
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
 from wire.protocol import DecodedRequest
 
-__all__ = ["elect_leaders", "allocate_producer_ids", "alter_partition", "broker_heartbeat", "broker_registration", "describe_cluster", "SECURITY_PROTOCOL_NAMES"]
+__all__ = ["alter_partition_reassignments", "list_partition_reassignments", "elect_leaders", "allocate_producer_ids", "alter_partition", "broker_heartbeat", "broker_registration", "describe_cluster", "SECURITY_PROTOCOL_NAMES"]
 
 #: Kafka's ``SecurityProtocol`` id → name
 SECURITY_PROTOCOL_NAMES = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
@@ -173,4 +176,77 @@ def elect_leaders(req: DecodedRequest, backend: Backend, authorizer: Any = None)
         throttle_time=NO_THROTTLE,
         error_code=error_code(top),
         replica_election_results=tuple(nested(cls, "ReplicaElectionResult", topic=t, partition_result=tuple(ps)) for t, ps in by_topic.items()),
+    )
+
+
+def alter_partition_reassignments(req: DecodedRequest, backend: Backend, authorizer: Any = None) -> Any:
+    """AlterPartitionReassignments (v0, KIP-455; Kafka's ``ControllerApis
+    .handleAlterPartitionReassignments`` → ``ReplicationControlManager
+    .alterPartitionReassignments``): per partition, a target replica list starts (or replaces) a
+    reassignment and null replicas cancel it; errors per partition (UNKNOWN_TOPIC_OR_PARTITION,
+    INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS). Needs ALTER on the cluster; a
+    refusal of the whole request (CLUSTER_AUTHORIZATION_FAILED, NOT_CONTROLLER on a node that
+    is not the active controller, a timeout) is the top-level error repeated for every partition,
+    as ``AlterPartitionReassignmentsRequest.getErrorResponse`` builds it."""
+    cls = response_class(45, req.api_version)
+    wanted = [
+        (t.name, int(p.partition_index), None if p.replicas is None else tuple(int(r) for r in p.replicas))
+        for t in req.body.topics
+        for p in t.partitions
+    ]
+    if not allowed(authorizer, "ALTER", "CLUSTER", CLUSTER_NAME):
+        top: str | None = "CLUSTER_AUTHORIZATION_FAILED"
+        top_msg: str | None = "Cluster authorization failed."
+        results = [(t, p, top, top_msg) for t, p, _r in wanted]
+    else:
+        top, results = backend.alter_partition_reassignments(wanted)
+        top_msg = None
+        if top is not None:
+            top_msg = f"The request was not decided: {top}"
+            results = [(t, p, top, top_msg) for t, p, _r in wanted]
+    by_topic: dict[str, list[Any]] = {}
+    for topic, partition, err, msg in results:
+        by_topic.setdefault(topic, []).append(
+            nested(cls, "ReassignablePartitionResponse", partition_index=i32(partition), error_code=error_code(None if err == "NONE" else err), error_message=msg)
+        )
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(top),
+        error_message=top_msg,
+        responses=tuple(nested(cls, "ReassignableTopicResponse", name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+    )
+
+
+def list_partition_reassignments(req: DecodedRequest, backend: Backend, authorizer: Any = None) -> Any:
+    """ListPartitionReassignments (v0, KIP-455; ``ControllerApis.handleListPartitionReassignments``
+    → ``ReplicationControlManager.listPartitionReassignments``): every reassigning partition when
+    ``topics`` is null, else the named partitions that are reassigning (unknown ones are left
+    out), each with its replicas, adding and removing replicas. Needs DESCRIBE on the cluster
+    (else the top-level CLUSTER_AUTHORIZATION_FAILED); NOT_CONTROLLER from a node that is not the
+    active controller."""
+    cls = response_class(46, req.api_version)
+    b = req.body
+    if not allowed(authorizer, "DESCRIBE", "CLUSTER", CLUSTER_NAME):
+        return build(cls, throttle_time=NO_THROTTLE, error_code=error_code("CLUSTER_AUTHORIZATION_FAILED"), error_message="Cluster authorization failed.", topics=())
+    wanted = None if b.topics is None else [(t.name, int(p)) for t in b.topics for p in t.partition_indexes]
+    top, found = backend.list_partition_reassignments(wanted)
+    by_topic: dict[str, list[Any]] = {}
+    for topic, partition, replicas, adding, removing in found:
+        by_topic.setdefault(topic, []).append(
+            nested(
+                cls,
+                "OngoingPartitionReassignment",
+                partition_index=i32(partition),
+                replicas=tuple(i32(r) for r in replicas),
+                adding_replicas=tuple(i32(r) for r in adding),
+                removing_replicas=tuple(i32(r) for r in removing),
+            )
+        )
+    return build(
+        cls,
+        throttle_time=NO_THROTTLE,
+        error_code=error_code(top),
+        error_message=None if top is None else f"The request was not answered: {top}",
+        topics=tuple(nested(cls, "OngoingTopicReassignment", name=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
     )

@@ -41,7 +41,9 @@ class PartitionState:
     """One partition's registration as the metadata image holds it (KRaft's
     ``PartitionRegistration``): ``replicas`` in assignment order (``replicas[0]`` is the preferred
     leader), ``isr``, ``leader`` (broker id, :data:`NO_LEADER` = none), ``leader_epoch`` and
-    ``partition_epoch`` (bumped by every change, the AlterPartition fence)."""
+    ``partition_epoch`` (bumped by every change, the AlterPartition fence). During a partition
+    reassignment (KIP-455) ``replicas`` is the interim list (the target, then the replicas being
+    removed), so adding replicas fetch and may join the ISR like any follower."""
 
     replicas: tuple[int, ...]
     isr: tuple[int, ...]

@@ -39,6 +39,9 @@ from actors.controller.messages import (
     ClaimControllerRequest,
     ClusterStatus,
     ElectLeadersRequest,
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsReply,
+    ListPartitionReassignmentsRequest,
     PartitionResults,
     AclsReply,
     AclsRequest,
@@ -172,6 +175,23 @@ class ControllerClient:
         r = self._ask_or_error(ElectLeadersRequest(partitions, election))
         if isinstance(r, PartitionResults):
             return None, list(r.results)
+        return self._error_of(r)[0], []
+
+    def alter_partition_reassignments(self, reassignments: list[tuple[str, int, tuple[int, ...] | None]]) -> tuple[str | None, list[PartitionResult]]:
+        """AlterPartitionReassignments (KIP-455) → ``(top-level error, per-entry results)``; a
+        refused request (not the active controller, a timeout) is a top-level error with no
+        results."""
+        r = self._ask_or_error(AlterPartitionReassignmentsRequest(tuple(reassignments)))
+        if isinstance(r, PartitionResults):
+            return None, list(r.results)
+        return self._error_of(r)[0], []
+
+    def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None) -> tuple[str | None, list[Any]]:
+        """ListPartitionReassignments (KIP-455) → ``(top-level error, ongoing reassignments)``
+        (:class:`actors.controller.state.OngoingReassignment`)."""
+        r = self._ask_or_error(ListPartitionReassignmentsRequest(None if partitions is None else tuple(partitions)))
+        if isinstance(r, ListPartitionReassignmentsReply):
+            return None, list(r.reassignments)
         return self._error_of(r)[0], []
 
     def _ask_or_error(self, msg: Any) -> Any:

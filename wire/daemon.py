@@ -58,7 +58,7 @@ from wire.gateway import ActorGateway
 from wire.group_types import GroupTypes
 from wire.hw_checkpoints import HighWatermarkCheckpoints
 from wire.logs import LogRegistry
-from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager
+from wire.replica_fetcher import FetcherConfig, ReplicaFetcherManager, StrayReplicaCleaner
 from wire.producer_ids import ProducerIdManager, ProducerIdsUnavailable
 from wire.memory import MallocTrimmer
 from wire.listeners import ListenerSpec, advertised_endpoints, endpoint_for, listener_config, listener_prefix, parse_listeners
@@ -151,6 +151,18 @@ class ShoalBackend:
         """ElectLeaders through this node's controller → ``(error, [(topic, partition, error, message)])``."""
         err, results = self.controller.elect_leaders(partitions, election)
         return err, [(r.topic, r.partition, r.error, r.message) for r in results]
+
+    def alter_partition_reassignments(self, reassignments: list[tuple[str, int, tuple[int, ...] | None]]) -> tuple[str | None, list[tuple[str, int, str, str | None]]]:
+        """AlterPartitionReassignments (KIP-455) through this node's controller (NOT_CONTROLLER
+        unless active) → ``(error, [(topic, partition, error, message)])`` in request order."""
+        err, results = self.controller.alter_partition_reassignments(reassignments)
+        return err, [(r.topic, r.partition, r.error, r.message) for r in results]
+
+    def list_partition_reassignments(self, partitions: list[tuple[str, int]] | None) -> tuple[str | None, list[tuple[str, int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]]]:
+        """ListPartitionReassignments (KIP-455) through this node's controller →
+        ``(error, [(topic, partition, replicas, adding, removing)])``."""
+        err, found = self.controller.list_partition_reassignments(partitions)
+        return err, [(o.topic, o.partition, tuple(o.replicas), tuple(o.adding), tuple(o.removing)) for o in found]
 
     def allocate_producer_ids_for(self, broker_id: int) -> tuple[str | None, int, int]:
         """AllocateProducerIds for ``broker_id`` from this node's controller → ``(error, first, size)``."""
@@ -525,6 +537,8 @@ class Daemon:
             self.cfg["remote.log.storage.system.enable"] = "false"
         self.cluster_view = cluster_view
         self.fetchers: Any = None
+        #: deletes the logs of replicas a reassignment moved off this node (a cluster only)
+        self.stray_replicas: StrayReplicaCleaner | None = None
         self.data_dir = Path(self.cfg["shoal.data.dir"])
         self._stopped = threading.Event()
         self._stop_requested = threading.Event()
@@ -621,6 +635,12 @@ class Daemon:
                     return [(t.name, p) for t in c.topics(None) for p in range(t.partitions)]
 
                 self.fetchers = ReplicaFetcherManager(view, self.logs.open, FetcherConfig.from_config(self.cfg), all_partitions).start()
+                # a reassignment that moved a replica off this node: its log is deleted (after the
+                # fetchers let it go); stray logs of such partitions are deleted at start-up
+                delay_s = int(self.cfg.get("shoal.cluster.stray.replica.delete.delay.ms", "2000")) / 1000
+                self.stray_replicas = StrayReplicaCleaner(view, self.logs.drop_partition, self.fetchers.following, delay_s)
+                view.on_change(self.stray_replicas.on_change)
+                self.stray_replicas.check(all_partitions())
             self.started_ms = int(time.time() * 1000)
             self._write_status_file()
             self._ticker = threading.Thread(target=self._tick, name="shoal-ticker", daemon=True)
@@ -1010,6 +1030,8 @@ class Daemon:
                 lst.stop()
             except Exception:  # pragma: no cover
                 log.exception("listener stop")
+        if self.stray_replicas is not None:
+            self.stray_replicas.close()
         if self.fetchers is not None:
             try:
                 self.fetchers.close()

@@ -81,6 +81,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     69: (0, 1),  # ConsumerGroupDescribe (v1: member type)
     60: (0, 1),  # DescribeCluster (wire/cluster_api.py)
     43: (0, 2),  # ElectLeaders (KIP-460 election types)
+    45: (0, 0),  # AlterPartitionReassignments (KIP-455; v1 adds allow_replication_factor_change)
+    46: (0, 0),  # ListPartitionReassignments (KIP-455)
 }
 
 #: Kafka's controller RPCs between the nodes of a cluster (wire/cluster_api.py), served only by
@@ -97,6 +99,8 @@ API_NAMES = {
     56: "AlterPartition",
     60: "DescribeCluster",
     43: "ElectLeaders",
+    45: "AlterPartitionReassignments",
+    46: "ListPartitionReassignments",
     62: "BrokerRegistration",
     63: "BrokerHeartbeat",
     67: "AllocateProducerIds",
@@ -227,6 +231,8 @@ class KafkaDispatcher(Dispatcher):
             60: lambda r, c: cluster_api.describe_cluster(r, backend, getattr(c, "listener", None), self.authorizer),
             56: lambda r, c: cluster_api.alter_partition(r, backend, self.authorizer),
             43: lambda r, c: cluster_api.elect_leaders(r, backend, self.authorizer),
+            45: lambda r, c: cluster_api.alter_partition_reassignments(r, backend, self.authorizer),
+            46: lambda r, c: cluster_api.list_partition_reassignments(r, backend, self.authorizer),
             62: lambda r, c: cluster_api.broker_registration(r, backend, self.authorizer),
             63: lambda r, c: cluster_api.broker_heartbeat(r, backend, self.authorizer),
             67: lambda r, c: cluster_api.allocate_producer_ids(r, backend, self.authorizer),

@@ -167,6 +167,26 @@ class LogRegistry:
             return None
         return self.hw_checkpoints.checkpoint(self.logs())
 
+    def drop_partition(self, topic: str, partition: int) -> bool:
+        """Close and delete the log of ``topic``-``partition`` (also one not opened since the
+        start): a replica a reassignment removed from this node (Kafka's ``ReplicaManager``
+        deletes the log of a partition the broker no longer hosts, ``stopPartitions`` with
+        ``deletePartition``). Returns whether there was a log to delete."""
+        key = (topic, partition)
+        if key not in self._logs and not (Path(self.log_dirs) / f"{topic}-{partition}").is_dir():
+            return False
+        lg = self.open(topic, partition)
+        with self._lock:
+            if self._logs.get(key) is lg:
+                del self._logs[key]
+        try:
+            if self.on_drop is not None:
+                self.on_drop(lg)
+            lg.delete()
+        except Exception:  # pragma: no cover - best effort, as for a deleted topic
+            log.exception("deleting %s-%d", topic, partition)
+        return True
+
     def close(self) -> None:
         """Stop the replica manager, checkpoint the high watermarks (with ``hw_checkpoints``),
         then flush and close every log (clean shutdown)."""

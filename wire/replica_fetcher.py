@@ -37,7 +37,7 @@ from store import record_batch as rb
 from wire.cluster import BrokerChannel, RpcError
 from wire.cluster_view import NO_LEADER, ClusterView
 
-__all__ = ["FetcherConfig", "ReplicaFetcherManager", "ReplicaFetcherThread"]
+__all__ = ["FetcherConfig", "ReplicaFetcherManager", "ReplicaFetcherThread", "StrayReplicaCleaner"]
 
 log = logging.getLogger("shoal.wire.replica_fetcher")
 
@@ -486,6 +486,11 @@ class ReplicaFetcherManager:
         with self._lock:
             self._following.pop(key, None)
 
+    def following(self, key: Key) -> bool:
+        """Whether ``key`` is being fetched by one of the threads."""
+        with self._lock:
+            return key in self._following
+
     def fetcher(self, source: int) -> ReplicaFetcherThread | None:
         """The thread fetching from ``source`` (tests, status)."""
         with self._lock:
@@ -500,3 +505,84 @@ class ReplicaFetcherManager:
             self._following.clear()
         for f in fetchers:
             f.stop()
+
+
+class StrayReplicaCleaner:
+    """Deletes the logs of partitions this node no longer hosts: a completed or cancelled
+    partition reassignment (KIP-455) took it out of the replica list. Kafka's brokers do the same
+    when the metadata image drops them from a partition (``ReplicaManager.applyDelta`` →
+    ``stopPartitions(deletePartition = true)``) and at start-up for stray logs.
+
+    ``drop(topic, partition) -> bool`` deletes a log (:meth:`wire.logs.LogRegistry.drop_partition`);
+    ``following(key)`` says whether a replica fetcher still fetches it. A removal is acted on
+    ``delay_s`` after the image showed it (a fetch round in flight when the fetcher let the
+    partition go must not re-create the log), and only if the image still leaves this node out
+    then and no fetcher follows the partition. A partition missing from the image (a deleted
+    topic) is left to the topic deletion. :meth:`check` runs the same rule at once (start-up,
+    tests). ``deleted`` lists what was deleted, for status and tests."""
+
+    def __init__(
+        self,
+        view: ClusterView,
+        drop: Callable[[str, int], bool],
+        following: Callable[[Key], bool] = lambda _k: False,
+        delay_s: float = 2.0,
+    ) -> None:
+        self.view = view
+        self.node_id = view.node_id
+        self._drop = drop
+        self._following = following
+        self.delay_s = delay_s
+        self._lock = threading.Lock()
+        self._pending: set[Key] = set()
+        self._timers: list[threading.Timer] = []
+        self._closed = False
+        self.deleted: list[Key] = []
+
+    def _stray(self, key: Key) -> bool:
+        ps = self.view.partition_state(*key)
+        return ps is not None and self.node_id not in ps.replicas and not self._following(key)
+
+    def check(self, keys: Iterable[Key]) -> list[Key]:
+        """Delete the logs of ``keys`` that this node does not host now; returns those deleted."""
+        out = []
+        for key in keys:
+            key = (key[0], int(key[1]))
+            if self._stray(key) and self._drop(*key):
+                log.info("node %d deleted its replica of %s-%d: no longer in the replica list", self.node_id, key[0], key[1])
+                out.append(key)
+        with self._lock:
+            self.deleted.extend(out)
+        return out
+
+    def on_change(self, changed: Iterable[Key]) -> None:
+        """ClusterView callback: schedule the partitions that left this node for deletion."""
+        keys = [(k[0], int(k[1])) for k in changed]
+        keys = [k for k in keys if (ps := self.view.partition_state(*k)) is not None and self.node_id not in ps.replicas]
+        with self._lock:
+            keys = [k for k in keys if k not in self._pending]
+            if not keys or self._closed:
+                return
+            self._pending.update(keys)
+            timer = threading.Timer(self.delay_s, self._fire, (keys,))
+            timer.daemon = True
+            self._timers = [t for t in self._timers if t.is_alive()] + [timer]
+        timer.start()
+
+    def _fire(self, keys: list[Key]) -> None:
+        with self._lock:
+            self._pending.difference_update(keys)
+            if self._closed:
+                return
+        try:
+            self.check(keys)
+        except Exception:  # pragma: no cover - a failed deletion is retried at the next change
+            log.exception("deleting stray replicas %s", keys)
+
+    def close(self) -> None:
+        """Cancel the pending deletions."""
+        with self._lock:
+            self._closed = True
+            timers, self._timers = self._timers, []
+        for t in timers:
+            t.cancel()

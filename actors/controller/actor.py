@@ -63,6 +63,7 @@ from actors.controller.messages import (
     DeleteAclsRequest,
     AllocateProducerIdsReply,
     AllocateProducerIdsRequest,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     AlterUserScramCredentialsReply,
     AlterUserScramCredentialsRequest,
@@ -96,6 +97,8 @@ from actors.controller.messages import (
     FrontiersRequest,
     IncrementalAlterConfigsReply,
     IncrementalAlterConfigsRequest,
+    ListPartitionReassignmentsReply,
+    ListPartitionReassignmentsRequest,
     MetadataReply,
     MetadataRequest,
     PartitionMetadata,
@@ -117,6 +120,7 @@ from actors.controller.messages import (
 from actors.controller.state import (
     AllocateProducerIds,
     AlterPartition,
+    AlterPartitionReassignments,
     BrokerFailed,
     ControllerState,
     Decision,
@@ -124,6 +128,7 @@ from actors.controller.state import (
     ReconcilePolicies,
     apply,
     decide,
+    list_partition_reassignments,
 )
 from actors.controller.supervision import ChildRecord, Supervisor
 from actors.share.limits import admit_share_group, census_from_log, max_groups_from
@@ -596,6 +601,23 @@ class ControllerActor(EventSourcedActor):
         """AlterPartition → :class:`PartitionResults`."""
         cmd = AlterPartition(msg.topic, msg.partition, msg.broker_id, msg.leader_epoch, msg.partition_epoch, tuple(msg.isr))
         self._execute(cmd, sender, lambda d, ch: PartitionResults(d.reply if isinstance(d, Decision) else []))
+
+    def receiveMsg_AlterPartitionReassignmentsRequest(self, msg: AlterPartitionReassignmentsRequest, sender: Any) -> None:
+        """AlterPartitionReassignments (KIP-455) → :class:`PartitionResults` once the
+        ``PartitionChanged`` events are durable (``Failure`` NOT_CONTROLLER on a standby)."""
+        cmd = AlterPartitionReassignments(tuple((t, int(p), None if r is None else tuple(r)) for t, p, r in msg.reassignments))
+        self._execute(cmd, sender, lambda d, ch: PartitionResults(d.reply if isinstance(d, Decision) else []))
+
+    def receiveMsg_ListPartitionReassignmentsRequest(self, msg: ListPartitionReassignmentsRequest, sender: Any) -> None:
+        """ListPartitionReassignments (KIP-455) → :class:`ListPartitionReassignmentsReply` from the
+        folded state (a query); a standby of a cluster answers ``Failure`` NOT_CONTROLLER, as every
+        request routed to the active controller does."""
+        assert self.state is not None
+        if not self._active:
+            self.send(sender, Failure("NOT_CONTROLLER", f"node {self._node_id} is not the active controller (node {self.state.cluster.controller_id} is)"))
+            return
+        found = list_partition_reassignments(self.state, None if msg.partitions is None else list(msg.partitions))
+        self.send(sender, ListPartitionReassignmentsReply(tuple(found)))
 
     def receiveMsg_BrokerFailedNotice(self, msg: BrokerFailedNotice, sender: Any) -> None:
         """A broker died → :class:`PartitionResults` of the partitions that changed."""

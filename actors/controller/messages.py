@@ -20,6 +20,8 @@ DescribeConfigsRequest         DescribeConfigsReply(results: list[ConfigResult])
 IncrementalAlterConfigsRequest IncrementalAlterConfigsReply(results: list[ConfigResult])
 ElectLeadersRequest            PartitionResults(results: list[PartitionResult])
 AlterPartitionRequest          PartitionResults
+AlterPartitionReassignmentsRequest  PartitionResults (one per entry, request order)
+ListPartitionReassignmentsRequest   ListPartitionReassignmentsReply(reassignments)
 BrokerFailedNotice             PartitionResults
 ReadHoldsChange                FrontierReply
 FrontierUpdates                FrontierReply
@@ -70,7 +72,10 @@ __all__ = [
     "AllocateProducerIdsReply",
     "AllocateProducerIdsRequest",
     "AlterPartitionRequest",
+    "AlterPartitionReassignmentsRequest",
     "BrokerFailedNotice",
+    "ListPartitionReassignmentsReply",
+    "ListPartitionReassignmentsRequest",
     "ChildAddress",
     "ChildKindRegistered",
     "ChildLookup",
@@ -300,6 +305,37 @@ class AlterPartitionRequest(_Msg):
         self.leader_epoch = leader_epoch
         self.partition_epoch = partition_epoch
         self.isr = list(isr)
+
+
+@dataclass(frozen=True, slots=True)
+class AlterPartitionReassignmentsRequest:
+    """AlterPartitionReassignments (API 45, KIP-455): ``reassignments`` as ``(topic, partition,
+    replicas)`` (``None`` replicas: cancel), decided by
+    :class:`actors.controller.state.AlterPartitionReassignments` on the active controller (a
+    standby answers ``Failure`` NOT_CONTROLLER). Reply :class:`PartitionResults`, one
+    :class:`~actors.controller.state.PartitionResult` per entry in request order, once the
+    ``PartitionChanged`` events are durable. The listener requires ALTER on CLUSTER first."""
+
+    reassignments: tuple[tuple[str, int, tuple[int, ...] | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsRequest:
+    """ListPartitionReassignments (API 46, KIP-455) of ``partitions`` (``(topic, partition)``;
+    ``None``: every reassigning partition). A query on the active controller (a standby answers
+    ``Failure`` NOT_CONTROLLER). Reply :class:`ListPartitionReassignmentsReply`. The listener
+    requires DESCRIBE on CLUSTER first."""
+
+    partitions: tuple[tuple[str, int], ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ListPartitionReassignmentsReply:
+    """The reassigning partitions asked for
+    (:class:`~actors.controller.state.OngoingReassignment`: interim replicas, adding, removing),
+    sorted by topic and partition when all were asked for, else in request order."""
+
+    reassignments: tuple[Any, ...]
 
 
 class BrokerFailedNotice(_Msg):

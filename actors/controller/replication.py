@@ -89,9 +89,11 @@ ERRORS: dict[str, tuple[int, bool]] = {
     "PREFERRED_LEADER_NOT_AVAILABLE": (80, True),
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": (83, True),
     "ELECTION_NOT_NEEDED": (84, False),
+    "NO_REASSIGNMENT_IN_PROGRESS": (85, False),
     "UNKNOWN_TOPIC_ID": (100, True),
     "INELIGIBLE_REPLICA": (107, False),
-    "INVALID_UPDATE_VERSION": (108, False),
+    "INVALID_UPDATE_VERSION": (95, False),
+    "NEW_LEADER_ELECTED": (108, False),
     "COORDINATOR_LOAD_IN_PROGRESS": (14, True),
 }
 

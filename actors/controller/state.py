@@ -17,6 +17,12 @@ and :mod:`actors.controller.frontiers` (Materialize's storage collections):
   extension ``share.groups.hold.retention=true`` (otherwise ignored: Kafka never lets readers hold
   retention); releases are always applied, also those inside an ignored command (a hold moved
   after the topic opted out is released, not kept);
+* partition reassignment (KIP-455): :class:`AlterPartitionReassignments` starts, replaces or
+  cancels reassignments with the rules of :mod:`actors.controller.reassignment`
+  (``ReplicationControlManager.alterPartitionReassignments``), an AlterPartition whose ISR
+  change lets a reassignment complete commits the target in the same ``PartitionChanged``
+  (``PartitionChangeBuilder.completeReassignmentIfNeeded``), and
+  :func:`list_partition_reassignments` answers ListPartitionReassignments from the state;
 * SCRAM credentials (KIP-554) are decided by :mod:`actors.controller.scram`
   (:class:`~actors.controller.scram.AlterUserScramCredentials` → ``UserScramCredentialSet`` /
   ``UserScramCredentialRemoved``, ``Decision.reply`` the per-user results) and folded into
@@ -32,6 +38,7 @@ from typing import Any, Mapping, Sequence
 from actors.controller import acls as ac
 from actors.controller import cluster as cl
 from actors.controller import frontiers as fr
+from actors.controller import reassignment as rz
 from actors.controller import replication as rep
 from actors.controller import scram as sc
 from actors.controller import topics as tp
@@ -63,6 +70,8 @@ __all__ = [
     "AllocateProducerIds",
     "PRODUCER_ID_BLOCK_SIZE",
     "AlterPartition",
+    "AlterPartitionReassignments",
+    "OngoingReassignment",
     "BrokerFailed",
     "ControllerState",
     "Decision",
@@ -73,6 +82,7 @@ __all__ = [
     "UpdatePartitionLeader",
     "decide",
     "evolve",
+    "list_partition_reassignments",
     "policies_for_topic",
 ]
 
@@ -144,6 +154,31 @@ class AlterPartition:
     leader_epoch: int
     partition_epoch: int
     isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class AlterPartitionReassignments:
+    """AlterPartitionReassignments (API 45, KIP-455): ``reassignments`` as ``(topic, partition,
+    replicas)``, ``replicas`` the target in assignment order or ``None`` to cancel the running
+    reassignment. Decided per partition in order (a later entry sees the earlier ones' effect);
+    all accepted changes are appended together (Kafka's ``ControllerResult.atomicOf``). Reply: a
+    :class:`PartitionResult` per entry (request order) with NONE, UNKNOWN_TOPIC_OR_PARTITION,
+    INVALID_REPLICA_ASSIGNMENT or NO_REASSIGNMENT_IN_PROGRESS (the semantics of
+    ``ReplicationControlManager.alterPartitionReassignment``)."""
+
+    reassignments: tuple[tuple[str, int, tuple[int, ...] | None], ...]
+
+
+@dataclass(frozen=True)
+class OngoingReassignment:
+    """One reassigning partition as ListPartitionReassignments (API 46) lists it: the interim
+    ``replicas``, ``adding`` and ``removing`` (Kafka's ``OngoingPartitionReassignment``)."""
+
+    topic: str
+    partition: int
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -348,6 +383,8 @@ def decide(state: ControllerState, cmd: Any, now_ms: int) -> Decision | fr.Rejec
         return _decide_leader_update(state, cmd)
     if isinstance(cmd, AlterPartition):
         return _decide_alter_partition(state, cmd)
+    if isinstance(cmd, AlterPartitionReassignments):
+        return _decide_reassignments(state, cmd)
     if isinstance(cmd, cl.RegisterBroker):
         return _decide_register(state, cmd)
     if isinstance(cmd, cl.BrokerHeartbeat):
@@ -396,8 +433,96 @@ def _lead(p: tp.Partition) -> rep.PartitionLeadership:
     return rep.PartitionLeadership(p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch)
 
 
-def _changed(t: tp.Topic, idx: int, new: rep.PartitionLeadership, reason: str) -> PartitionChanged:
-    return PartitionChanged(t.topic_id, idx, new.leader, tuple(new.isr), new.leader_epoch, new.partition_epoch, reason)
+def _changed(t: tp.Topic, idx: int, new: rep.PartitionLeadership | rz.Registration, reason: str) -> PartitionChanged:
+    """The ``PartitionChanged`` that takes partition ``idx`` of ``t`` to ``new``; a
+    :class:`~actors.controller.reassignment.Registration` whose assignment (replicas, adding,
+    removing) differs from the partition's carries all three, else none (``None`` = unchanged)."""
+    assignment: tuple[Any, Any, Any] = (None, None, None)
+    if isinstance(new, rz.Registration):
+        p = t.partitions[idx]
+        if (new.replicas, new.adding, new.removing) != (p.replicas, p.adding, p.removing):
+            assignment = (tuple(new.replicas), tuple(new.adding), tuple(new.removing))
+    return PartitionChanged(t.topic_id, idx, new.leader, tuple(new.isr), new.leader_epoch, new.partition_epoch, reason, *assignment)
+
+
+def _registration(p: tp.Partition) -> rz.Registration:
+    return rz.Registration(p.replicas, p.isr, p.leader, p.leader_epoch, p.partition_epoch, p.adding, p.removing)
+
+
+def _registered(state: ControllerState) -> set[int]:
+    """The registered brokers (fenced ones included): a cluster's registrations, or the single
+    node's id (``TopicsState.brokers``) when no broker ever registered."""
+    return set(state.cluster.brokers) | set(state.topics.brokers)
+
+
+def _decide_reassignments(state: ControllerState, cmd: AlterPartitionReassignments) -> Decision:
+    """AlterPartitionReassignments (``ReplicationControlManager.alterPartitionReassignments``):
+    per entry, an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION; ``None`` replicas
+    cancel (NO_REASSIGNMENT_IN_PROGRESS when none runs; INVALID_REPLICA_ASSIGNMENT when the
+    revert would need an unclean election the topic does not allow); a target is validated
+    (INVALID_REPLICA_ASSIGNMENT) and planned from the current (possibly interim) replicas. Each
+    accepted change is one ``PartitionChanged`` (none when nothing changes, e.g. a target equal
+    to the replicas)."""
+    live = state.topics.brokers
+    registered = _registered(state)
+    scratch: dict[tuple[str, int], rz.Registration] = {}
+    events: list[Any] = []
+    results: list[PartitionResult] = []
+    for topic, idx, target in cmd.reassignments:
+        t = state.topics.topics.get(topic)
+        if t is None:
+            results.append(PartitionResult(topic, idx, "UNKNOWN_TOPIC_OR_PARTITION", f"Unable to find a topic named {topic}."))
+            continue
+        if not 0 <= idx < len(t.partitions):
+            results.append(PartitionResult(topic, idx, "UNKNOWN_TOPIC_OR_PARTITION", f"Unable to find partition {topic}:{idx}."))
+            continue
+        reg = scratch.get((topic, idx)) or _registration(t.partitions[idx])
+        unclean = _unclean_enabled(state, topic)
+        if target is None:
+            if not reg.reassigning:
+                results.append(PartitionResult(topic, idx, "NO_REASSIGNMENT_IN_PROGRESS", "No partition reassignment is in progress."))
+                continue
+            replicas, isr, was_unclean = rz.revert(reg)
+            if was_unclean and not unclean:
+                msg = f"Unable to revert partition assignment for {topic}:{idx} because it would require an unclean leader election."
+                results.append(PartitionResult(topic, idx, "INVALID_REPLICA_ASSIGNMENT", msg))
+                continue
+            new = rz.change(reg, live, replicas=replicas, isr=isr, adding=(), removing=(), unclean=unclean)
+            reason = "reassign_cancel"
+        else:
+            problem = rz.validate_target(target, registered)
+            if problem is not None:
+                results.append(PartitionResult(topic, idx, "INVALID_REPLICA_ASSIGNMENT", problem))
+                continue
+            replicas, adding, removing = rz.plan(reg.replicas, target)
+            # Kafka sets only what the plan changes: an empty adding/removing keeps the running one
+            new = rz.change(reg, live, replicas=replicas, adding=adding or None, removing=removing or None)
+            reason = "reassign"
+        if new is not reg:
+            scratch[(topic, idx)] = new
+            events.append(_changed(t, idx, new, reason))
+        results.append(PartitionResult(topic, idx, "NONE", None, new.leader, new.leader_epoch, tuple(new.isr), new.partition_epoch))
+    return Decision(events, results)
+
+
+def list_partition_reassignments(state: ControllerState, partitions: Sequence[tuple[str, int]] | None = None) -> list[OngoingReassignment]:
+    """ListPartitionReassignments (``ReplicationControlManager.listPartitionReassignments``):
+    every reassigning partition (sorted by topic and partition) when ``partitions`` is ``None``,
+    else those of ``partitions`` that are reassigning (unknown topics and partitions are skipped
+    silently, as Kafka does)."""
+    out: list[OngoingReassignment] = []
+    if partitions is None:
+        wanted = [(n, p.partition) for n, t in sorted(state.topics.topics.items()) for p in t.partitions]
+    else:
+        wanted = list(partitions)
+    for topic, idx in wanted:
+        t = state.topics.topics.get(topic)
+        if t is None or not 0 <= idx < len(t.partitions):
+            continue
+        p = t.partitions[idx]
+        if p.reassigning:
+            out.append(OngoingReassignment(topic, idx, tuple(p.replicas), tuple(p.adding), tuple(p.removing)))
+    return out
 
 
 def _decide_elect(state: ControllerState, cmd: ElectLeaders) -> Decision:
@@ -473,10 +598,31 @@ def _decide_alter_partition(state: ControllerState, cmd: AlterPartition) -> Deci
     new, err = rep.alter_partition(lead, cmd.broker_id, cmd.leader_epoch, cmd.partition_epoch, cmd.isr, state.topics.brokers)
     if err != "NONE":
         return Decision([], [PartitionResult(cmd.topic, cmd.partition, err, None, p.leader, p.leader_epoch)])
+    if p.reassigning:
+        return _alter_reassigning(state, t, p, cmd)
     if new is lead:
         return Decision([], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)])
     reason = "isr_expand" if len(new.isr) > len(lead.isr) else "isr_shrink"
     result = PartitionResult(cmd.topic, cmd.partition, "NONE", None, new.leader, new.leader_epoch, tuple(new.isr), new.partition_epoch)
+    return Decision([_changed(t, cmd.partition, new, reason)], [result])
+
+
+def _alter_reassigning(state: ControllerState, t: tp.Topic, p: tp.Partition, cmd: AlterPartition) -> Decision:
+    """A valid AlterPartition on a reassigning partition (``ReplicationControlManager
+    .alterPartition`` → ``PartitionChangeBuilder``): the new ISR may complete the reassignment
+    (replicas := target, ISR without the removed replicas, a removed leader replaced by the first
+    target replica in the ISR, leader epoch bumped). When leadership moved away from the sender
+    the answer is NEW_LEADER_ELECTED, and the change is written all the same."""
+    reg = _registration(p)
+    new = rz.change(reg, state.topics.brokers, isr=cmd.isr)
+    if new is reg:
+        return Decision([], [PartitionResult(cmd.topic, cmd.partition, "NONE", None, p.leader, p.leader_epoch, tuple(p.isr), p.partition_epoch)])
+    if not new.reassigning:
+        reason = "reassign_complete"
+    else:
+        reason = "isr_expand" if len(new.isr) > len(reg.isr) else "isr_shrink"
+    err = "NONE" if new.leader == cmd.broker_id else "NEW_LEADER_ELECTED"
+    result = PartitionResult(cmd.topic, cmd.partition, err, None, new.leader, new.leader_epoch, tuple(new.isr), new.partition_epoch)
     return Decision([_changed(t, cmd.partition, new, reason)], [result])
 
 

@@ -186,7 +186,11 @@ BROKER_CONFIG_DEFS: dict[str, ConfigDef] = {
 @dataclass
 class Partition:
     """A partition's registration: ``replicas`` (assignment order; ``replicas[0]`` is the
-    preferred leader), ``isr``, ``leader`` (``-1`` = none), ``leader_epoch``, ``partition_epoch``."""
+    preferred leader), ``isr``, ``leader`` (``-1`` = none), ``leader_epoch``, ``partition_epoch``
+    and, during a partition reassignment (KIP-455), ``adding``/``removing`` (Kafka's
+    ``PartitionRegistration.addingReplicas``/``removingReplicas``; ``replicas`` is then the
+    interim list: target order followed by the replicas being removed). A reassignment is in
+    progress iff ``adding`` or ``removing`` is non-empty."""
 
     partition: int
     replicas: tuple[int, ...]
@@ -194,6 +198,13 @@ class Partition:
     leader: int
     leader_epoch: int = 0
     partition_epoch: int = 0
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def reassigning(self) -> bool:
+        """Whether a reassignment is in progress (adding or removing replicas)."""
+        return bool(self.adding or self.removing)
 
 
 @dataclass
@@ -262,8 +273,11 @@ class TopicsState:
                 name: {
                     "topic_id": t.topic_id,
                     "configs": dict(sorted(t.configs.items())),
+                    # a reassigning partition adds [adding, removing] (so snapshots of logs
+                    # without reassignments keep their earlier shape)
                     "partitions": [
                         [p.partition, list(p.replicas), list(p.isr), p.leader, p.leader_epoch, p.partition_epoch]
+                        + ([list(p.adding), list(p.removing)] if p.reassigning else [])
                         for p in t.partitions
                     ],
                 }
@@ -278,7 +292,10 @@ class TopicsState:
         self.topics = {}
         self.names_by_id = {}
         for name, td in d["topics"].items():
-            parts = [Partition(p[0], tuple(p[1]), tuple(p[2]), p[3], p[4], p[5]) for p in td["partitions"]]
+            parts = [
+                Partition(p[0], tuple(p[1]), tuple(p[2]), p[3], p[4], p[5], *((tuple(p[6]), tuple(p[7])) if len(p) > 6 else ()))
+                for p in td["partitions"]
+            ]
             self.topics[name] = Topic(td["topic_id"], name, parts, dict(td["configs"]))
             self.names_by_id[td["topic_id"]] = name
         self.used_ids = set(d["used_ids"])
@@ -1004,4 +1021,10 @@ def evolve(state: TopicsState, event: Any) -> TopicsState:
             p.isr = tuple(event.isr)
             p.leader_epoch = event.leader_epoch
             p.partition_epoch = event.partition_epoch
+            if event.replicas is not None:  # None: the assignment did not change
+                p.replicas = tuple(event.replicas)
+            if event.adding_replicas is not None:
+                p.adding = tuple(event.adding_replicas)
+            if event.removing_replicas is not None:
+                p.removing = tuple(event.removing_replicas)
     return state

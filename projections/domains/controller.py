@@ -15,7 +15,12 @@ reused; hold counts never go negative; ``collection:`` holds are the model's own
 * ``controller_partitions`` / ``controller_replicas``: a topic is live from its TopicCreated until
   a TopicDeleted of its id; its partitions are the creation's plus those of every later
   PartitionsCreated of its id (CreatePartitions); a partition's leader/epochs/ISR are its latest
-  PartitionChanged after the creation, else the creating event's.
+  PartitionChanged after the creation, else the creating event's. Its assignment (kinds
+  ``replica``, ``adding``, ``removing``; partition reassignment, KIP-455) is that of its latest
+  PartitionChanged after the creation with a non-null ``replicas`` (the decider writes replicas,
+  adding and removing together, and never an empty replica list: such an event is one with rows
+  in ``ev_controller_PartitionChanged__replicas``), else the creation's replicas and no
+  adding/removing.
 * ``controller_topics``: per config name the last operation after the creation wins (creation
   configs, ``TopicConfigsAltered.set``, ``.deleted``); the sorted ``name=value;…`` string is built
   with one ``max(CASE …)`` per known topic config name joined by ``concat_ws`` — DuckDB and Spark
@@ -89,7 +94,7 @@ REPLICAS = SnapshotTable(
             ("stream_id", pa.string()),
             ("topic", pa.string()),
             ("partition", pa.int64()),
-            ("kind", pa.string()),  # "replica" (assignment order) or "isr"
+            ("kind", pa.string()),  # "replica" (assignment order), "isr", "adding" or "removing" (reassignment)
             ("idx", pa.int64()),
             ("broker_id", pa.int64()),
         ]
@@ -271,7 +276,7 @@ def to_rows(stream_id: str, st) -> dict:
                     "partition_epoch": p.partition_epoch,
                 }
             )
-            for kind, brokers in (("replica", p.replicas), ("isr", p.isr)):
+            for kind, brokers in (("replica", p.replicas), ("isr", p.isr), ("adding", p.adding), ("removing", p.removing)):
                 reps.extend(
                     {"stream_id": stream_id, "topic": name, "partition": p.partition, "kind": kind, "idx": i, "broker_id": b}
                     for i, b in enumerate(brokers)
@@ -332,6 +337,18 @@ GROUP BY t.stream_id, t.topic_id, ch."partition"
 """,
     ),
     (
+        # the latest change of each partition's assignment (reassignment): a PartitionChanged
+        # with a replica list
+        "ctl_last_assign",
+        """
+SELECT t.stream_id, t.topic_id, r."partition", max(r.position) AS assigned_at
+FROM ctl_live_topics t
+JOIN ev_controller_PartitionChanged__replicas r
+  ON r.stream_id = t.stream_id AND r.topic_id = t.topic_id AND r.position > t.created_at
+GROUP BY t.stream_id, t.topic_id, r."partition"
+""",
+    ),
+    (
         # every partition of a live topic: the creation's, plus those a later PartitionsCreated
         # (CreatePartitions) of the same topic id added; ``created_at`` is the event that made it
         "ctl_partition_specs",
@@ -385,13 +402,32 @@ _REPLICAS_SQL = """
 SELECT s.stream_id, s.name AS topic, s."partition", s.kind, s.idx, s.broker_id
 FROM ctl_spec_lists s
 LEFT JOIN ctl_last_change lc ON lc.stream_id = s.stream_id AND lc.topic_id = s.topic_id AND lc."partition" = s."partition"
-WHERE s.kind = 'replica' OR lc.changed_at IS NULL
+LEFT JOIN ctl_last_assign la ON la.stream_id = s.stream_id AND la.topic_id = s.topic_id AND la."partition" = s."partition"
+WHERE (s.kind = 'replica' AND la.assigned_at IS NULL) OR (s.kind = 'isr' AND lc.changed_at IS NULL)
 UNION ALL
 SELECT t.stream_id, t.name, c."partition", 'isr', c.idx, c.value
 FROM ctl_live_topics t
 JOIN ctl_last_change lc ON lc.stream_id = t.stream_id AND lc.topic_id = t.topic_id
 JOIN ev_controller_PartitionChanged__isr c
   ON c.stream_id = lc.stream_id AND c.position = lc.changed_at AND c.topic_id = lc.topic_id AND c."partition" = lc."partition"
+UNION ALL
+SELECT t.stream_id, t.name, r."partition", 'replica', r.idx, r.value
+FROM ctl_live_topics t
+JOIN ctl_last_assign la ON la.stream_id = t.stream_id AND la.topic_id = t.topic_id
+JOIN ev_controller_PartitionChanged__replicas r
+  ON r.stream_id = la.stream_id AND r.position = la.assigned_at AND r.topic_id = la.topic_id AND r."partition" = la."partition"
+UNION ALL
+SELECT t.stream_id, t.name, a."partition", 'adding', a.idx, a.value
+FROM ctl_live_topics t
+JOIN ctl_last_assign la ON la.stream_id = t.stream_id AND la.topic_id = t.topic_id
+JOIN ev_controller_PartitionChanged__adding_replicas a
+  ON a.stream_id = la.stream_id AND a.position = la.assigned_at AND a.topic_id = la.topic_id AND a."partition" = la."partition"
+UNION ALL
+SELECT t.stream_id, t.name, m."partition", 'removing', m.idx, m.value
+FROM ctl_live_topics t
+JOIN ctl_last_assign la ON la.stream_id = t.stream_id AND la.topic_id = t.topic_id
+JOIN ev_controller_PartitionChanged__removing_replicas m
+  ON m.stream_id = la.stream_id AND m.position = la.assigned_at AND m.topic_id = la.topic_id AND m."partition" = la."partition"
 """
 
 

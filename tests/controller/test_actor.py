@@ -117,6 +117,21 @@ def test_create_partitions_through_the_actor(asys, sqlite_url):
     assert [p.partition for p in md.topics[0].partitions] == [0, 1, 2]
 
 
+def test_partition_reassignment_on_a_single_node(asys, sqlite_url):
+    """AlterPartitionReassignments / ListPartitionReassignments through the actor on SQLite (a
+    single node, id 1): a target of this node is a no-op (nothing appended), another broker is
+    INVALID_REPLICA_ASSIGNMENT, a cancel NO_REASSIGNMENT_IN_PROGRESS; nothing is reassigning."""
+    ctl, _ = start(asys, sqlite_url)
+    asys.ask(ctl, M.CreateTopicsRequest([tp.CreatableTopic("r", 1)]), T)
+    version = dump(asys, ctl).version
+    r = asys.ask(ctl, M.AlterPartitionReassignmentsRequest((("r", 0, (1,)), ("r", 0, (2,)), ("r", 0, None), ("x", 0, (1,)))), T)
+    assert isinstance(r, M.PartitionResults)
+    assert [x.error for x in r.results] == ["NONE", "INVALID_REPLICA_ASSIGNMENT", "NO_REASSIGNMENT_IN_PROGRESS", "UNKNOWN_TOPIC_OR_PARTITION"]
+    assert dump(asys, ctl).version == version
+    listed = asys.ask(ctl, M.ListPartitionReassignmentsRequest(None), T)
+    assert isinstance(listed, M.ListPartitionReassignmentsReply) and listed.reassignments == ()
+
+
 def test_metadata_auto_creates_topics(asys, sqlite_url):
     ctl, _ = start(asys, sqlite_url, **{"num.partitions": "2"})
     md = asys.ask(ctl, M.MetadataRequest(["auto"], allow_auto_topic_creation=True), T)
@@ -399,6 +414,9 @@ def _samples():
         M.IncrementalAlterConfigsRequest([tp.AlterConfigResource("TOPIC", "t", (("retention.ms", "SET", "1"),))], True),
         M.IncrementalAlterConfigsReply([tp.ConfigResult("TOPIC", "t")]),
         M.ElectLeadersRequest([("t", 0)], "preferred"),
+        M.AlterPartitionReassignmentsRequest((("t", 0, (2, 3)), ("t", 1, None))),
+        M.ListPartitionReassignmentsRequest((("t", 0),)),
+        M.ListPartitionReassignmentsReply((S.OngoingReassignment("t", 0, (2, 3, 1), (3,), (1,)),)),
         M.AlterPartitionRequest("t", 0, 1, 0, 0, [1]),
         M.BrokerFailedNotice(2),
         M.PartitionResults([S.PartitionResult("t", 0)]),

@@ -72,8 +72,16 @@ _CLUSTER_OPS = [
     st.tuples(st.just("fence"), st.lists(_small, min_size=1, max_size=2)),
     st.tuples(st.just("claim"), st.integers(1, 4), st.sampled_from([False, False, False, True]), st.lists(_small, max_size=2)),
 ]
+# partition reassignment (KIP-455): a target (some invalid: a broker twice, an unknown broker) or a
+# cancel, and the ISR expansions by the leader that complete reassignments
+_TARGETS = [(1, 2), (2, 3), (3, 1), (1,), (2, 3, 1), (3,), (3, 4), (2, 2), (9,)]
+_REASSIGN_OPS = [
+    st.tuples(st.just("reassign"), _small, _small, st.integers(0, len(_TARGETS) - 1), st.sampled_from([False, False, False, True])),
+    st.tuples(st.just("expand"), _small, _small),
+]
 _op = st.one_of(
     _upper_op,
+    *_REASSIGN_OPS,
     _hold_op,
     st.tuples(st.just("create_topic"), st.sampled_from(_NAMES), st.integers(1, 3),
               st.lists(st.tuples(st.integers(0, len(_TOPIC_CONFIGS) - 1), _small), max_size=3), st.booleans()),
@@ -165,6 +173,31 @@ def _command(cs: S.ControllerState, op, used_ids: set[str], now_ms: int):
         if what == "leader":
             return S.UpdatePartitionLeader(name, part.partition, part.replicas[-1], part.leader_epoch + 1)
         return S.ElectLeaders(((name, part.partition),), "preferred")
+    if kind == "reassign":
+        _, t, p, target, cancel = op
+        ongoing = S.list_partition_reassignments(cs)
+        if ongoing and p % 4 and (cancel or p % 4 == 1):  # a partition that is reassigning: cancel or replace
+            o = ongoing[t % len(ongoing)]
+            return S.AlterPartitionReassignments(((o.topic, o.partition, None if cancel else _TARGETS[target]),))
+        name = _pick(cs.topics.topics, t)
+        if name is None:
+            return None
+        idx = p % len(cs.topics.topics[name].partitions)
+        return S.AlterPartitionReassignments(((name, idx, None if cancel else _TARGETS[target]),))
+    if kind == "expand":  # the leader adds every live replica to the ISR (may complete a reassignment)
+        ongoing = S.list_partition_reassignments(cs)
+        if ongoing and op[2] % 4:  # mostly a partition that is reassigning
+            o = ongoing[op[1] % len(ongoing)]
+            name, p = o.topic, o.partition
+        else:
+            name, p = _pick(cs.topics.topics, op[1]), op[2]
+        if name is None:
+            return None
+        part = cs.topics.topics[name].partitions[p % len(cs.topics.topics[name].partitions)]
+        if part.leader == -1:
+            return None
+        isr = tuple(dict.fromkeys((part.leader,) + tuple(r for r in part.replicas if r in cs.topics.brokers)))
+        return S.AlterPartition(name, part.partition, part.leader, part.leader_epoch, part.partition_epoch, isr)
     if kind == "create_collection":
         _, cid, deps, since, pol = op
         live = sorted(cols)
@@ -325,6 +358,18 @@ cluster_ops = st.tuples(st.lists(_seed_op, min_size=1, max_size=3), st.lists(_cl
 )
 cluster_logs = cluster_ops.map(run_commands)
 
+# reassignment-heavy logs (KIP-455): topics, then reassignments, cancels, ISR expansions that
+# complete them, and leader changes and broker failures in between
+_reassign_heavy_op = st.one_of(
+    *_REASSIGN_OPS,
+    st.tuples(st.just("partition"), _small, _small, st.sampled_from(["broker_failed", "leader", "elect"])),
+    st.tuples(st.just("create_topic"), st.sampled_from(_NAMES), st.integers(1, 3), st.just([]), st.just(False)),
+)
+reassign_ops = st.tuples(st.lists(_seed_op, min_size=1, max_size=3), st.lists(_reassign_heavy_op, min_size=4, max_size=30)).map(
+    lambda t: t[0] + t[1]
+)
+reassign_logs = reassign_ops.map(run_commands)
+
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
@@ -395,6 +440,41 @@ def test_generated_cluster_logs_cover_the_cluster_rules():
     assert all(seen.values()), seen
 
 
+def test_generated_logs_cover_reassignments():
+    """Sanity check of the generators for partition reassignment: reassignments start, complete
+    through an ISR change (moving leadership away from a removed leader at times), get cancelled
+    and replaced, and some partitions are still reassigning at the end of a log (so the SQL fold
+    meets non-empty adding/removing lists)."""
+    reasons: set[str] = set()
+    seen = {"ongoing_at_end": 0, "leader_moved": 0, "replaced": 0}
+
+    @settings(max_examples=300, deadline=None, database=None)
+    @given(ops=reassign_ops)
+    def collect(ops):
+        last = None
+        before: dict[tuple[str, int], tuple[int, bool]] = {}  # partition → (leader, reassigning)
+
+        def watch(cs, e):
+            nonlocal last
+            last = cs
+            if isinstance(e, ev.PartitionChanged):
+                reasons.add(e.reason)
+                leader, reassigning = before.get((e.topic_id, e.partition), (e.leader, False))
+                seen["leader_moved"] += e.reason == "reassign_complete" and e.leader != leader
+                seen["replaced"] += e.reason == "reassign" and reassigning and bool(e.adding_replicas or e.removing_replicas)
+                if e.replicas is not None:
+                    reassigning = bool(e.adding_replicas or e.removing_replicas)
+                before[(e.topic_id, e.partition)] = (e.leader, reassigning)
+
+        run_commands(ops, watch)
+        if last is not None:
+            seen["ongoing_at_end"] += bool(S.list_partition_reassignments(last))
+
+    collect()
+    assert {"reassign", "reassign_complete", "reassign_cancel"} <= reasons
+    assert all(seen.values()), seen
+
+
 # ----------------------------------------------------------------------------- the rule the SQL since rests on
 
 
@@ -460,6 +540,14 @@ def test_controller_all_tables_duckdb_equals_python(tmp_path, entries):
 def test_cluster_tables_duckdb_equals_python(tmp_path, entries):
     """Cluster-heavy logs (registrations, heartbeats, fencing, controller claims, with partitions
     whose leaders move): every controller table, DuckDB against Python."""
+    assert_duckdb_equals_python(tmp_path, entries, domain_projections(["controller"]))
+
+
+@SETTINGS
+@given(entries=reassign_logs)
+def test_reassignment_tables_duckdb_equals_python(tmp_path, entries):
+    """Reassignment-heavy logs (interim replica lists, adding/removing, completions, cancels):
+    every controller table, DuckDB against Python."""
     assert_duckdb_equals_python(tmp_path, entries, domain_projections(["controller"]))
 
 
@@ -619,6 +707,14 @@ def _fold_both(tmp_path, entries) -> dict:
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(entries=controller_logs.filter(lambda e: len(_kinds(e)) >= 6))
 def test_controller_all_tables_spark_equals_python(tmp_path, spark_session, entries):
+    assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["controller"]))
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@settings(max_examples=2, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(entries=reassign_logs.filter(lambda e: any(isinstance(x, ev.PartitionChanged) and x.removing_replicas for _, x in e)))
+def test_reassignment_tables_spark_equals_python(tmp_path, spark_session, entries):
     assert_spark_equals_python(tmp_path, spark_session, entries, domain_projections(["controller"]))
 
 

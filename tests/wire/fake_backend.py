@@ -43,6 +43,25 @@ class FakeBackend:
     def elect_leaders(self, partitions, election):
         return None, [(t, p, "ELECTION_NOT_NEEDED", None) for t, p in partitions or []]
 
+    def alter_partition_reassignments(self, reassignments):
+        """A single node (id 1): a target of just this node is a no-op, any other broker is not
+        registered, and nothing is ever reassigning (the rules of the controller's decider)."""
+        out = []
+        for t, p, replicas in reassignments:
+            info = self._topics.get(t)
+            if info is None or not 0 <= p < info.partitions:
+                out.append((t, p, "UNKNOWN_TOPIC_OR_PARTITION", None))
+            elif replicas is None:
+                out.append((t, p, "NO_REASSIGNMENT_IN_PROGRESS", None))
+            elif tuple(replicas) == (self.node_id,):
+                out.append((t, p, "NONE", None))
+            else:
+                out.append((t, p, "INVALID_REPLICA_ASSIGNMENT", None))
+        return None, out
+
+    def list_partition_reassignments(self, partitions):
+        return None, []
+
     def coordinator(self, group_id, listener):
         host, port = endpoint_for(self, listener)
         return self.node_id, host, port
