@@ -410,25 +410,19 @@ FROM ctl_live_topics t
 JOIN ctl_last_change lc ON lc.stream_id = t.stream_id AND lc.topic_id = t.topic_id
 JOIN ev_controller_PartitionChanged__isr c
   ON c.stream_id = lc.stream_id AND c.position = lc.changed_at AND c.topic_id = lc.topic_id AND c."partition" = lc."partition"
-UNION ALL
-SELECT t.stream_id, t.name, r."partition", 'replica', r.idx, r.value
-FROM ctl_live_topics t
-JOIN ctl_last_assign la ON la.stream_id = t.stream_id AND la.topic_id = t.topic_id
-JOIN ev_controller_PartitionChanged__replicas r
-  ON r.stream_id = la.stream_id AND r.position = la.assigned_at AND r.topic_id = la.topic_id AND r."partition" = la."partition"
-UNION ALL
-SELECT t.stream_id, t.name, a."partition", 'adding', a.idx, a.value
-FROM ctl_live_topics t
-JOIN ctl_last_assign la ON la.stream_id = t.stream_id AND la.topic_id = t.topic_id
-JOIN ev_controller_PartitionChanged__adding_replicas a
-  ON a.stream_id = la.stream_id AND a.position = la.assigned_at AND a.topic_id = la.topic_id AND a."partition" = la."partition"
-UNION ALL
-SELECT t.stream_id, t.name, m."partition", 'removing', m.idx, m.value
-FROM ctl_live_topics t
-JOIN ctl_last_assign la ON la.stream_id = t.stream_id AND la.topic_id = t.topic_id
-JOIN ev_controller_PartitionChanged__removing_replicas m
-  ON m.stream_id = la.stream_id AND m.position = la.assigned_at AND m.topic_id = la.topic_id AND m."partition" = la."partition"
 """
+# the replica lists a partition's latest assignment carries: kind → PartitionChanged list field
+_ASSIGNMENT_LISTS = (("replica", "replicas"), ("adding", "adding_replicas"), ("removing", "removing_replicas"))
+_REPLICAS_SQL += "".join(
+    f"""UNION ALL
+SELECT t.stream_id, t.name, x."partition", '{kind}', x.idx, x.value
+FROM ctl_live_topics t
+JOIN ctl_last_assign la ON la.stream_id = t.stream_id AND la.topic_id = t.topic_id
+JOIN ev_controller_PartitionChanged__{field} x
+  ON x.stream_id = la.stream_id AND x.position = la.assigned_at AND x.topic_id = la.topic_id AND x."partition" = la."partition"
+"""
+    for kind, field in _ASSIGNMENT_LISTS
+)
 
 
 def _lit(text: str) -> str:
