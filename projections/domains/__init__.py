@@ -8,7 +8,7 @@ imports the domain's events and ``evolve`` lazily and raises
 domain         Python fold (the actor's own)                   SQL fold (DuckDB and Spark)
 =============  ==============================================  ==========================================
 share_group    ``actors.share.membership.evolve``              groups, members, assignment
-share          ``actors.share.actor.ShareGroupState.apply``    share partitions and their in-flight ranges,
+share          ``actors.share.group_state.ShareGroupState.apply``    share partitions and their in-flight ranges,
                                                                from the outcomes the events record
                                                                (a partition with a v1 event is refused)
 rlmm           ``actors.rlmm.store.MetadataPartitionState``    segments, segment epochs, partitions

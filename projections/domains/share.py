@@ -1,7 +1,7 @@
 """Share-partition snapshots: per share-partition start/end offsets and state epoch, and the
 in-flight records as maximal ranges of equal (state, delivery count, member, lock deadline).
 
-Python: the ShareGroupActor's own fold, :meth:`actors.share.actor.ShareGroupState.apply` (Kafka
+Python: the ShareGroupActor's own fold, :meth:`actors.share.group_state.ShareGroupState.apply` (Kafka
 ``SharePartition``'s transition rules per (topic id, partition), ``ShareStateDeleted`` and
 ``ShareGroupDeleted`` dropping them) over every event of each ``share-group:<group id>`` stream.
 Its state is the actor's whole state, so recovery stores it in the actor's snapshot format
@@ -257,7 +257,7 @@ WHERE n > 0
 def build() -> DomainProjection:
     """The share-partition projection; raises :class:`DomainNotAvailable` if its code is missing."""
     try:
-        from actors.share.actor import ShareGroupState
+        from actors.share.group_state import ShareGroupState
         from actors.share.config import BrokerShareConfig
         from events import share as ev
         from events import share_group as sg

@@ -202,7 +202,7 @@ def build() -> DomainProjection:
 
     def decode_state(stream_id: str, data: bytes):
         """The membership part of a ShareGroupActor snapshot (``ShareGroupState.dumps``)."""
-        from actors.share.actor import ShareGroupState
+        from actors.share.group_state import ShareGroupState
         from actors.share.config import BrokerShareConfig
 
         return ShareGroupState.loads(data, initial(stream_id).group_id, BrokerShareConfig()).membership

@@ -159,7 +159,7 @@ def test_cli_replay_verify_passes_and_writes_parquet(audit_url, tmp_path):
 def test_cli_replay_verify_fails_on_a_diverging_stored_snapshot(tmp_path):
     """A stored ShareGroupActor snapshot (its own format) that disagrees with the log is a
     divergence: exit code 1; one that agrees is not."""
-    from actors.share.actor import ShareGroupState
+    from actors.share.group_state import ShareGroupState
     from actors.share.config import BrokerShareConfig
     from events.share_group import GroupEpochBumped, stream_id_for
 
