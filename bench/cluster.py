@@ -12,9 +12,11 @@ Parts (``--part NAME``, repeatable; default all, in this order, on one cluster):
 * ``throughput``: ``--records`` (300,000) 100-byte records, acks=all, ``linger.ms=5`` (the
   ``bench.common.PRODUCER`` script in its own process), 3 partitions: records/s from the first
   send to the flush.
-* ``latency``: a paced Producer (acks=all, idempotent, ``linger.ms=0``) at ``--rate`` (1,000)
-  records/s for ``--seconds`` (10), 3 partitions: produce→ack latency (ms: p50/p99/max), from the
-  scheduled send to the delivery report.
+* ``latency``: a paced Producer (acks=all, idempotent, ``linger.ms`` ``--linger-ms``, 0) at
+  ``--rate`` (1,000) records/s for ``--seconds`` (10), 3 partitions, started right after the topic
+  is created: produce→ack latency (ms: p50/p99/max), from the scheduled send to the delivery
+  report; ``over_20_ms`` places the slow acks in time (per 250 ms of send time: how many, the
+  slowest and its partition), which tells a start-up stall from a steady tail.
 * ``failover``: the idempotent acks=all load of the e2e test (numbered records, round robin over 3
   partitions) runs while the node leading partition 0 is SIGKILLed ``--kills`` (20) times; after
   each kill the node is restarted on its data dir and waited for in every ISR. Per kill:
@@ -86,20 +88,24 @@ def part_throughput(cl: ce.Cluster, records: int) -> dict:
     return {"records": records, "record_bytes": 100, "linger_ms": 5, "records_per_s": round(rate)}
 
 
-def part_latency(cl: ce.Cluster, rate: int, seconds: int) -> dict:
+def part_latency(cl: ce.Cluster, rate: int, seconds: int, linger_ms: int = 0) -> dict:
     """produce→ack latency (ms) of an idempotent acks=all producer paced at ``rate`` records/s."""
     _new_topic(cl, "lat")
     lat: list[float] = []
+    slow: list[tuple[float, int, float]] = []
     errors: dict[str, int] = defaultdict(int)
-    p = Producer({"bootstrap.servers": cl.bootstrap(), "acks": "all", "enable.idempotence": True, "linger.ms": 0})
+    p = Producer({"bootstrap.servers": cl.bootstrap(), "acks": "all", "enable.idempotence": True, "linger.ms": linger_ms})
     p.list_topics(timeout=30)
     n = rate * seconds
     t0 = time.perf_counter()
 
     def cb(sent: float):
-        def done(err, _msg) -> None:
+        def done(err, msg) -> None:
             if err is None:
-                lat.append((time.perf_counter() - sent) * 1000)
+                ms = (time.perf_counter() - sent) * 1000
+                lat.append(ms)
+                if ms > 20:
+                    slow.append((round(sent - t0, 3), msg.partition(), round(ms, 1)))
             else:
                 errors[err.name()] += 1
         return done
@@ -112,9 +118,17 @@ def part_latency(cl: ce.Cluster, rate: int, seconds: int) -> dict:
         p.produce("lat", b"x" * 100, partition=i % PARTITIONS, on_delivery=cb(target))
         p.poll(0)
     p.flush(60)
-    out = {"rate_records_per_s": rate, "seconds": seconds, "linger_ms": 0, "acked": len(lat), "errors": dict(errors)}
+    out = {"rate_records_per_s": rate, "seconds": seconds, "linger_ms": linger_ms, "acked": len(lat), "errors": dict(errors)}
     if lat:
         out["produce_to_ack_ms"] = {"p50": round(_pct(lat, 0.5), 2), "p99": round(_pct(lat, 0.99), 2), "max": round(max(lat), 2)}
+    # where the tail sits: per 250 ms of send time, [acks slower than 20 ms, the slowest ms, its partition]
+    buckets: dict[float, list] = {}
+    for at, part, ms in slow:
+        b = buckets.setdefault(int(at * 4) / 4, [0, 0.0, -1])
+        b[0] += 1
+        if ms > b[1]:
+            b[1], b[2] = ms, part
+    out["over_20_ms"] = {"count": len(slow), "by_send_time_s": {str(k): v for k, v in sorted(buckets.items())}}
     return out
 
 
@@ -233,6 +247,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--linger-ms", type=int, default=0)
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--catchup-mb", type=int, default=200)
     args = ap.parse_args()
@@ -255,7 +270,7 @@ def main() -> None:
             if "throughput" in parts:
                 result["throughput"] = part_throughput(cl, args.records)
             if "latency" in parts:
-                result["latency"] = part_latency(cl, args.rate, args.seconds)
+                result["latency"] = part_latency(cl, args.rate, args.seconds, args.linger_ms)
             if "failover" in parts:
                 result["failover"] = part_failover(cl, args.kills)
             if "catchup" in parts:

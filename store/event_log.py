@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import logging
 import os
 import threading
 import time
@@ -56,9 +57,13 @@ from sqlalchemy.engine import Engine
 
 from events.base import EventEnvelope, NewEvent, RecordedEvent
 
+_log = logging.getLogger("shoal.store.event_log")
+
 __all__ = [
     "ANY",
     "NO_STREAM",
+    "APPEND_CHANNEL",
+    "AppendListener",
     "AppendRequest",
     "Lease",
     "AppendResult",
@@ -135,6 +140,42 @@ class Lease:
                 conn.close()  # the session ends: PostgreSQL drops its advisory locks
             except Exception:
                 pass
+
+#: The PostgreSQL notification channel of :meth:`EventLog.announce` (payload: the stream id).
+APPEND_CHANNEL: Final = "shoal_stream_appended"
+
+
+class AppendListener:
+    """A PostgreSQL ``LISTEN`` on :data:`APPEND_CHANNEL` over a connection of its own (taken out
+    of the engine's pool), made by :meth:`EventLog.append_listener`: how a follower of a stream
+    learns of an append at once instead of at its next poll (KRaft brokers long-poll the metadata
+    log in the same way). Notifications are hints: a follower still reads the stream itself, and
+    polls on a timeout, so a lost notification only delays it.
+
+    :meth:`wait` blocks until a notification arrives or ``timeout_s`` passes; :meth:`close` ends
+    the session. Not thread-safe: one thread waits."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def wait(self, timeout_s: float) -> set[str]:
+        """The stream ids announced within ``timeout_s`` seconds (those already queued, or the first
+        to arrive, plus any queued with it); an empty set on timeout. Raises the driver's
+        ``OperationalError`` when the connection is lost (make a new listener)."""
+        got = {n.payload for n in self._conn.notifies(timeout=max(0.0, timeout_s), stop_after=1)}
+        if got:
+            got.update(n.payload for n in self._conn.notifies(timeout=0))
+        return got
+
+    def close(self) -> None:
+        """End the session (idempotent)."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - a broken connection is closed best effort
+                pass
+
 
 class EventLogError(RuntimeError):
     """Base of the event log's errors."""
@@ -808,6 +849,42 @@ class EventLog:
             conn.close()
             return None
         return Lease(conn, key)
+
+    def announce(self, stream_id: str) -> bool:
+        """Tell the :class:`AppendListener` sessions of other processes that ``stream_id`` has
+        new committed events (PostgreSQL ``pg_notify`` on :data:`APPEND_CHANNEL`, sent by the
+        writer's session after the append committed). Call it after an append whose followers
+        must not wait for their next poll: the cluster's controller stream. Returns whether the
+        notification was sent (always ``False`` on SQLite, whose one node has no followers);
+        a failure is logged, not raised: followers still poll."""
+        if self.dialect != "postgresql":
+            return False
+        try:
+            with self._write_mutex:
+                self._writer_connection().execute("SELECT pg_notify(%s, %s)", (APPEND_CHANNEL, stream_id))
+            return True
+        except Exception as exc:  # noqa: BLE001 - a hint; the next append or poll recovers
+            _log.warning("announcing an append to %s failed: %s", stream_id, exc)
+            if self._writer is not None and (self._writer.closed or getattr(self._writer, "broken", False)):
+                with self._write_mutex:
+                    self._writer_lost()
+            return False
+
+    def append_listener(self) -> AppendListener | None:
+        """A new :class:`AppendListener` (PostgreSQL), or ``None`` on SQLite. Raises the
+        driver's errors when the database cannot be reached."""
+        if self.dialect != "postgresql":
+            return None
+        raw = self.engine.raw_connection()
+        raw.detach()
+        conn = raw.dbapi_connection
+        conn.autocommit = True
+        try:
+            conn.execute(f"LISTEN {APPEND_CHANNEL}")
+        except Exception:
+            conn.close()
+            raise
+        return AppendListener(conn)
 
     def checkpoint(self) -> tuple[int, int, int] | None:
         """SQLite: run a PASSIVE WAL checkpoint (copy what committed frames it can into the

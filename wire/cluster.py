@@ -6,8 +6,9 @@ The cluster's metadata is the ``controller`` stream of the shared PostgreSQL eve
 metadata log): one active ControllerActor appends to it, every node folds it.
 
 * :class:`ClusterMetadata` is this node's :class:`~wire.cluster_view.ClusterView`: it folds the
-  controller stream (the same :func:`actors.controller.state.apply` the controller uses) every
-  ``shoal.cluster.metadata.poll.ms`` and tells subscribers which partitions changed (KRaft's
+  controller stream (the same :func:`actors.controller.state.apply` the controller uses) as soon
+  as the controller announces an append (PostgreSQL ``LISTEN``/``NOTIFY``), and at least every
+  ``shoal.cluster.metadata.poll.ms``, and tells subscribers which partitions changed (KRaft's
   broker ``MetadataLoader`` → ``MetadataPublisher``).
 * :class:`BrokerChannel` is a blocking Kafka-protocol connection to another node; inter-node
   control goes over Kafka's own controller RPCs encoded by kio (BrokerRegistration 62,
@@ -163,6 +164,8 @@ class ClusterMetadata:
         self._channels: dict[tuple[str, int], BrokerChannel] = {}
         self._chan_lock = threading.Lock()
         self._fold_lock = threading.Lock()
+        self._catch_up_lock = threading.Lock()
+        self._caught_up_at = 0.0  # monotonic s when the last catch_up fold began
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self) -> "ClusterMetadata":
@@ -186,11 +189,34 @@ class ClusterMetadata:
             self._channels.clear()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._poll_s):
+        """Fold the stream whenever the controller announces an append (PostgreSQL ``LISTEN``,
+        :meth:`store.event_log.EventLog.announce`) and at least every poll interval (a lost
+        notification, a lost listener connection, SQLite)."""
+        listener = None
+        while not self._stop.is_set():
+            if listener is None:
+                try:
+                    listener = self._elog.append_listener()
+                except Exception as exc:  # the database is away: poll, and try again next round
+                    log.warning("listening for controller appends failed: %s", exc)
+            if listener is None:
+                self._stop.wait(self._poll_s)
+            else:
+                try:
+                    listener.wait(self._poll_s)
+                except Exception as exc:
+                    log.warning("the controller-append listener was lost: %s", exc)
+                    listener.close()
+                    listener = None
+                    self._stop.wait(self._poll_s)
+            if self._stop.is_set():
+                break
             try:
                 self.poll()
             except Exception:  # a lost database connection: retried at the next poll
                 log.exception("following the controller stream failed")
+        if listener is not None:
+            listener.close()
 
     def poll(self) -> int:
         """Fold whatever the stream has beyond the image; returns the folded stream version and
@@ -209,6 +235,18 @@ class ClusterMetadata:
                     st.version = rec.stream_version
             self._publish()
             return st.version
+
+    def catch_up(self) -> None:
+        """Fold the stream now (:meth:`poll`) for a request that showed the image is behind
+        (:meth:`wire.cluster_view.ClusterView.catch_up`). Concurrent callers share a fold: one
+        that began after a caller arrived answers for it too."""
+        called = time.monotonic()
+        with self._catch_up_lock:
+            if self._caught_up_at >= called:
+                return
+            started = time.monotonic()
+            self.poll()
+            self._caught_up_at = started
 
     def _publish(self) -> None:
         st = self._state

@@ -78,6 +78,11 @@ class ClusterView(Protocol):
         """Call ``callback(changed_partitions)`` (``(topic, partition)`` pairs) from the view's
         thread after every image change that touched those partitions' registrations."""
 
+    def catch_up(self) -> None:
+        """Fold whatever the metadata log has beyond the image now, before returning (a request
+        showed the image is behind: it named a leader epoch or a partition the image has not
+        reached). Subscribers are called as after any fold."""
+
 
 class StaticClusterView:
     """The single-node image: ``node_id`` leads every partition, ISR = {``node_id``}, leader
@@ -110,3 +115,6 @@ class StaticClusterView:
         """Registered, never called (the image never changes)."""
         with self._lock:
             self._callbacks.append(callback)
+
+    def catch_up(self) -> None:
+        """Nothing to fold: the image never changes."""

@@ -275,7 +275,15 @@ class ShoalBackend:
         return self.controller.scram_credential(user, mechanism)
 
     # -- data plane ---------------------------------------------------------------------------
-    def _known(self, topic: str, partition: int) -> bool:
+    def _known(self, topic: str, partition: int, current_leader_epoch: int = -1) -> bool:
+        """Whether ``topic``-``partition`` exists. On a cluster the metadata image decides, the one
+        the data plane follows (a request that carries a leader epoch for a partition it lacks
+        makes it catch up with the controller stream first: the requester learnt of the partition
+        from that stream); on a single node the controller's topic cache."""
+        if self.clustered:
+            if self.cluster.partition_state(topic, partition) is None and current_leader_epoch >= 0:
+                self.cluster.catch_up()
+            return self.cluster.partition_state(topic, partition) is not None
         return self.controller.partition_count(topic) > partition >= 0
 
     def produce(self, topic: str, partition: int, records: bytes, acks: int) -> ProduceResult:
@@ -287,7 +295,7 @@ class ShoalBackend:
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int = -1, current_leader_epoch: int = -1) -> FetchedPartition:
         """Read one partition from ``offset`` (local or remote tier; a follower's fetch when
         ``replica_id >= 0``, see :meth:`wire.logs.LogRegistry.read`)."""
-        if not self._known(topic, partition):
+        if not self._known(topic, partition, current_leader_epoch):
             return FetchedPartition("UNKNOWN_TOPIC_OR_PARTITION")
         return self.logs.read(topic, partition, offset, max_bytes, replica_id, current_leader_epoch)
 
@@ -297,7 +305,7 @@ class ShoalBackend:
 
     def offset_for_leader_epoch(self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int) -> tuple[str | None, int, int]:
         """OffsetForLeaderEpoch on one partition (:meth:`wire.logs.LogRegistry.offset_for_leader_epoch`)."""
-        if not self._known(topic, partition):
+        if not self._known(topic, partition, current_leader_epoch):
             return "UNKNOWN_TOPIC_OR_PARTITION", -1, -1
         return self.logs.offset_for_leader_epoch(topic, partition, current_leader_epoch, leader_epoch)
 

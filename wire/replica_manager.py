@@ -192,8 +192,17 @@ class ReplicaManager:
         """``(error, leader_epoch)`` for a request on ``topic``-``partition``: the epoch check
         (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH, ``-1`` accepted; Kafka
         ``Partition.checkCurrentLeaderEpoch``) then NOT_LEADER_OR_FOLLOWER when this node does
-        not lead (or UNKNOWN_TOPIC_OR_PARTITION); ``"NONE"`` otherwise."""
+        not lead (or UNKNOWN_TOPIC_OR_PARTITION); ``"NONE"`` otherwise. A ``current_leader_epoch``
+        above the image's, or for a partition the image lacks, first makes the image catch up
+        with the metadata log (:meth:`~wire.cluster_view.ClusterView.catch_up`): the requester
+        learnt it from that log, so this node is behind, not the requester."""
         ps = self.view.partition_state(topic, partition)
+        if current_leader_epoch >= 0 and (ps is None or current_leader_epoch > ps.leader_epoch):
+            # the requester has seen a registration this image has not (a follower told of a new
+            # partition or leader a moment before this node): fold the metadata log first, or
+            # the follower backs off replica.fetch.backoff.ms for nothing
+            self.view.catch_up()
+            ps = self.view.partition_state(topic, partition)
         if ps is None:
             return "UNKNOWN_TOPIC_OR_PARTITION", -1
         err = check_leader_epoch(ps.leader_epoch, current_leader_epoch)

@@ -393,6 +393,8 @@ class ControllerActor(EventSourcedActor):
             self._last_position = results[0].last_position
             self._events_since_snapshot += len(events)
             self._notify(changes)
+            if self._cluster:
+                self.event_log.announce(STREAM_ID)  # the nodes' images fold it now, not at their next poll
             self._reply(sender, make_reply(res, changes))
             if self._events_since_snapshot >= self._snapshot_interval:
                 self.save_snapshot(results[0].last_position)

@@ -28,6 +28,8 @@ class FakeClusterView:
         self.altered = threading.Condition()
         self.accept_alters = accept_alters
         self.fenced: set[int] = set()
+        self.staged: dict[tuple[str, int], PartitionState] = {}
+        self.catch_ups = 0
         self._callbacks: list[Callable[[Iterable[tuple[str, int]]], None]] = []
 
     @classmethod
@@ -87,6 +89,18 @@ class FakeClusterView:
     def on_change(self, callback) -> None:
         """Registered; called by :meth:`set`."""
         self._callbacks.append(callback)
+
+    def stage(self, topic: str, partition: int, state: PartitionState) -> None:
+        """A registration committed to the metadata log that this image has not folded yet:
+        :meth:`partition_state` shows it only after :meth:`catch_up` (or :meth:`set`)."""
+        self.staged[(topic, partition)] = state
+
+    def catch_up(self) -> None:
+        """Fold what was staged (and count the calls in :attr:`catch_ups`)."""
+        self.catch_ups += 1
+        staged, self.staged = self.staged, {}
+        for (topic, partition), state in staged.items():
+            self.set(topic, partition, state)
 
 
 class RegistryBackend(FakeBackend):

@@ -152,6 +152,36 @@ def test_leader_epoch_checks(node):
     assert reg.offset_for_leader_epoch("t", 0, 6, 5)[0] == "UNKNOWN_LEADER_EPOCH"
 
 
+def test_a_follower_ahead_of_the_leaders_image_makes_it_catch_up(node):
+    """A new topic's follower can fold the metadata log before its leader does: its first
+    OffsetForLeaderEpoch and Fetch must make the leader fold the log, not be refused with
+    UNKNOWN_TOPIC_OR_PARTITION (which costs the follower replica.fetch.backoff.ms, 1 s, and every
+    acks=all produce that long)."""
+    reg, view, _clock = node()
+    view.stage("new", 0, PartitionState((1, 2), (1, 2), 1, 0, 0))
+    assert reg.offset_for_leader_epoch("new", 0, 0, 0) == (None, 0, 0)
+    assert view.catch_ups == 1
+    view.stage("new", 1, PartitionState((1, 2), (1, 2), 1, 0, 0))
+    f = reg.read("new", 1, 0, 1 << 20, replica_id=2, current_leader_epoch=0)
+    assert f.error is None and view.catch_ups == 2
+
+
+def test_a_newer_leader_epoch_makes_the_leader_catch_up(node):
+    """The leader was re-elected (epoch 1) and the follower saw it first: the leader folds the
+    log and serves the follower at the new epoch instead of UNKNOWN_LEADER_EPOCH."""
+    reg, view, _clock = node()
+    view.stage("t", 0, PartitionState((1, 2), (1, 2), 1, 1, 1))
+    f = reg.read("t", 0, 0, 1 << 20, replica_id=2, current_leader_epoch=1)
+    assert f.error is None and view.catch_ups == 1
+    # an epoch the log has not reached either stays UNKNOWN_LEADER_EPOCH (after one catch-up)
+    assert reg.read("t", 0, 0, 1 << 20, replica_id=2, current_leader_epoch=2).error == "UNKNOWN_LEADER_EPOCH"
+    assert view.catch_ups == 2
+    # requests at the image's epoch, or without one, never fold the log
+    assert reg.read("t", 0, 0, 1 << 20, replica_id=2, current_leader_epoch=1).error is None
+    assert reg.read("t", 0, 0, 1 << 20).error is None
+    assert view.catch_ups == 2
+
+
 def test_fetch_from_a_non_replica(node):
     """#37: an unassigned replica gets UNKNOWN_LEADER_EPOCH with an epoch, else NOT_LEADER_OR_FOLLOWER."""
     reg, _view, _clock = node()

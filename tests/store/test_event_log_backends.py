@@ -181,3 +181,38 @@ def _dsn(url: str) -> str:
     import sqlalchemy as sa
 
     return sa.engine.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def test_an_announced_append_reaches_the_listeners_of_other_processes(pg_url: str) -> None:
+    """EventLog.announce → AppendListener.wait (PostgreSQL LISTEN/NOTIFY): how the cluster's
+    nodes fold a controller append at once instead of at their next poll."""
+    writer, follower = open_event_log(pg_url), open_event_log(pg_url)
+    listener = follower.append_listener()
+    assert listener is not None
+    try:
+        assert listener.wait(0.05) == set()  # nothing announced: a timeout
+        writer.append("controller", [new_event(Noted(n=1))], expected_version=NO_STREAM)
+        assert writer.announce("controller") is True
+        assert listener.wait(10) == {"controller"}
+        writer.announce("x")
+        writer.announce("y")
+        got: set[str] = set()
+        while got != {"x", "y"}:
+            more = listener.wait(10)
+            assert more, f"only {got} arrived"
+            got |= more
+        assert listener.wait(0.05) == set()  # each announcement arrives once
+    finally:
+        listener.close()
+        listener.close()  # idempotent
+        writer.close()
+        follower.close()
+
+
+def test_sqlite_has_nothing_to_announce(sqlite_url: str) -> None:
+    log = open_event_log(sqlite_url)
+    try:
+        assert log.append_listener() is None
+        assert log.announce("controller") is False
+    finally:
+        log.close()
