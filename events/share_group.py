@@ -152,22 +152,27 @@ class GroupConfigAltered(DomainEvent):
 @domain_event("share_group.ShareSessionOpened")
 @dataclass(frozen=True, slots=True)
 class ShareSessionOpened(DomainEvent):
-    """A ShareFetch with epoch 0 opened a share session for ``member_id`` (audit only)."""
+    """A ShareFetch with epoch 0 opened a share session for ``member_id`` (audit only) with node
+    ``node_id`` (-1: the node the group's actor runs on; a client keeps one session per node it
+    fetches from, see :mod:`actors.share.sessions`)."""
 
     group_id: str
     member_id: str
     partitions: tuple[TopicPartitions, ...]
+    node_id: int = -1
 
 
 @domain_event("share_group.ShareSessionClosed")
 @dataclass(frozen=True, slots=True)
 class ShareSessionClosed(DomainEvent):
     """A share session ended: ``reason`` ``"FINAL_EPOCH"`` (epoch -1), ``"REPLACED"`` (a new epoch
-    0), ``"MEMBER_FENCED"`` or ``"EVICTED"`` (audit only)."""
+    0), ``"MEMBER_FENCED"`` or ``"EVICTED"`` (audit only); ``node_id`` as in
+    :class:`ShareSessionOpened`."""
 
     group_id: str
     member_id: str
     reason: str
+    node_id: int = -1
 
 
 @domain_event("share_group.ShareGroupDeleted")

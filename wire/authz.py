@@ -448,26 +448,27 @@ class AuthorizingBackend:
         names = self._names()
         return {tid for tid in ids if str(tid) in names and not self._ok("READ", "TOPIC", names[str(tid)])}
 
-    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, *args: Any) -> ShareFetchResult:
+    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, *args: Any, **kw: Any) -> ShareFetchResult:
         """READ on the group; READ on each topic (denied partitions answer
-        TOPIC_AUTHORIZATION_FAILED, their acknowledgements are not applied). ``args``: the
-        request's acquire mode, batch size and renew flag, passed on."""
+        TOPIC_AUTHORIZATION_FAILED, their acknowledgements are not applied). ``args``/``kw``: the
+        request's acquire mode, batch size and renew flag, and the forwarding node, passed on."""
         if not self._ok("READ", "GROUP", group):
             return ShareFetchResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized")
         denied = self._denied_ids({t for t, _ in wanted} | {a.topic_id for a in acks})
         if not denied:
-            return self.inner.share_fetch(group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, *args)
-        r = self.inner.share_fetch(group, member, epoch, [w for w in wanted if w[0] not in denied], forgotten, [a for a in acks if a.topic_id not in denied], max_records, max_wait_ms, *args)
+            return self.inner.share_fetch(group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, *args, **kw)
+        r = self.inner.share_fetch(group, member, epoch, [w for w in wanted if w[0] not in denied], forgotten, [a for a in acks if a.topic_id not in denied], max_records, max_wait_ms,
+                                   *args, **kw)
         return self._with_denied(r, {w for w in wanted if w[0] in denied} | {(a.topic_id, a.partition) for a in acks if a.topic_id in denied}, fetch=True)
 
-    def share_acknowledge(self, group, member, epoch, acks) -> ShareFetchResult:
+    def share_acknowledge(self, group, member, epoch, acks, **kw: Any) -> ShareFetchResult:
         """READ on the group; READ on each topic (as :meth:`share_fetch`)."""
         if not self._ok("READ", "GROUP", group):
             return ShareFetchResult("GROUP_AUTHORIZATION_FAILED", "The group is not authorized")
         denied = self._denied_ids({a.topic_id for a in acks})
         if not denied:
-            return self.inner.share_acknowledge(group, member, epoch, acks)
-        r = self.inner.share_acknowledge(group, member, epoch, [a for a in acks if a.topic_id not in denied])
+            return self.inner.share_acknowledge(group, member, epoch, acks, **kw)
+        r = self.inner.share_acknowledge(group, member, epoch, [a for a in acks if a.topic_id not in denied], **kw)
         return self._with_denied(r, {(a.topic_id, a.partition) for a in acks if a.topic_id in denied}, fetch=False)
 
     @staticmethod

@@ -52,6 +52,7 @@ from actors.controller.state import PartitionResult
 from events.controller import BrokerEndpoint
 from wire.cluster import BrokerLifecycle, ClusterMetadata, RpcError
 from wire.cluster_view import StaticClusterView, coordinator_node
+from wire.forwarding import FORWARDED_APIS, ForwardedConnection, ShareForwarder, serve_envelope
 from wire.dispatch import API_NAMES, CLUSTER_APIS, SUPPORTED, KafkaDispatcher
 from wire.entities import error_name
 from wire.gateway import ActorGateway
@@ -352,14 +353,15 @@ class ShoalBackend:
         return self.shares.heartbeat(group, member_id, epoch, rack, subscribed, client_id, client_host)
 
     def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode=0, batch_size=None,
-                    is_renew_ack=False) -> ShareFetchResult:
+                    is_renew_ack=False, session_node=-1) -> ShareFetchResult:
         """ShareFetch → the group's actor (the purgatory when nothing is acquired) plus the
-        acquired records' bytes."""
-        return self.shares.fetch(group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode, batch_size, is_renew_ack)
+        acquired records' bytes; ``session_node``: the node that forwarded it (-1: none)."""
+        return self.shares.fetch(group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode, batch_size, is_renew_ack,
+                                 session_node)
 
-    def share_acknowledge(self, group, member, epoch, acks) -> ShareFetchResult:
-        """ShareAcknowledge → the group's actor."""
-        return self.shares.acknowledge(group, member, epoch, acks)
+    def share_acknowledge(self, group, member, epoch, acks, session_node=-1) -> ShareFetchResult:
+        """ShareAcknowledge → the group's actor; ``session_node`` as in :meth:`share_fetch`."""
+        return self.shares.acknowledge(group, member, epoch, acks, session_node)
 
     def share_group_describe(self, group: str) -> dict:
         """ShareGroupDescribe of one group."""
@@ -513,11 +515,32 @@ class ShoalBackend:
 
 
 class _Dispatcher(KafkaDispatcher):
+    """The daemon's dispatcher: on a cluster it also serves Kafka's controller RPCs and Envelope,
+    and forwards share requests of groups another node coordinates (``forwarder``,
+    :mod:`wire.forwarding`)."""
+
     def __init__(self, backend: Any, gateway: ActorGateway, auto_create: bool, authorizer: Any = None, clustered: bool = False,
-                 share_host: Any = None) -> None:
+                 share_host: Any = None, forwarder: ShareForwarder | None = None) -> None:
         super().__init__(backend, auto_create, supported={**SUPPORTED, **CLUSTER_APIS} if clustered else None, authorizer=authorizer)
         self.gateway = gateway
         self.share_host = share_host
+        self.forwarder = forwarder
+        if clustered:
+            self._handlers[58] = lambda r, c: serve_envelope(r, c, self.supported, self.handle, self.authorizer)
+
+    def handle(self, request: Any, conn: Any) -> Any:
+        """A share request of a group another node coordinates goes there (the client's own
+        connection only: a forwarded request is never forwarded again); the rest as
+        :meth:`KafkaDispatcher.handle`."""
+        fw = self.forwarder
+        if fw is not None and request.api_key in FORWARDED_APIS and not isinstance(conn, ForwardedConnection):
+            node = fw.target(request)
+            if node is not None:
+                out = fw.forward(request, conn, node)
+                if out is not None:
+                    self.stats[request.api_key] = self.stats.get(request.api_key, 0) + 1
+                    return out
+        return super().handle(request, conn)
 
     def connection_closed(self, conn: Any) -> None:
         """Close the connection thread's private actor endpoint; give its in-process endpoint back."""
@@ -624,8 +647,13 @@ class Daemon:
                 consumers.is_coordinator = shares.is_coordinator = self.backend.is_coordinator
                 if self.cluster_view is None:
                     self.logs.use_cluster(self.cluster)  # the data plane follows the image
+            forwarder = None
+            if clustered:
+                cluster, backend = self.cluster, self.backend
+                forwarder = ShareForwarder(backend.node_id, lambda g: coordinator_node(g, cluster.live_brokers()), cluster.broker_endpoint,
+                                           int(self.cfg.get("controller.socket.timeout.ms", "30000")))
             dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer, clustered,
-                                     self.share_host)
+                                     self.share_host, forwarder)
             self.dispatcher = dispatcher
             limits = ListenerLimits.from_config(self.cfg)  # connection quotas, queued.max.requests: broker-wide (wire.quotas)
             for spec in specs:
@@ -642,7 +670,9 @@ class Daemon:
                 def all_partitions(c: Any = controller) -> list[tuple[str, int]]:
                     return [(t.name, p) for t in c.topics(None) for p in range(t.partitions)]
 
-                self.fetchers = ReplicaFetcherManager(view, self.logs.open, FetcherConfig.from_config(self.cfg), all_partitions).start()
+                logs = self.logs
+                self.fetchers = ReplicaFetcherManager(view, logs.open, FetcherConfig.from_config(self.cfg), all_partitions,
+                                                      lambda key: logs.notify(*key)).start()
                 # a reassignment that moved a replica off this node: its log is deleted (after the
                 # fetchers let it go); stray logs of such partitions are deleted at start-up
                 delay_s = int(self.cfg.get("shoal.cluster.stray.replica.delete.delay.ms", "2000")) / 1000
@@ -1040,6 +1070,9 @@ class Daemon:
                 log.exception("listener stop")
         if self.stray_replicas is not None:
             self.stray_replicas.close()
+        forwarder = getattr(getattr(self, "dispatcher", None), "forwarder", None)
+        if forwarder is not None:
+            forwarder.close()
         if self.fetchers is not None:
             try:
                 self.fetchers.close()

@@ -92,6 +92,7 @@ CLUSTER_APIS: dict[int, tuple[int, int]] = {
     62: (0, 4),  # BrokerRegistration
     63: (0, 2),  # BrokerHeartbeat
     67: (0, 0),  # AllocateProducerIds
+    58: (0, 0),  # Envelope: share requests forwarded to the group's coordinator (wire/forwarding.py)
 }
 
 API_NAMES = {
@@ -104,6 +105,7 @@ API_NAMES = {
     62: "BrokerRegistration",
     63: "BrokerHeartbeat",
     67: "AllocateProducerIds",
+    58: "Envelope",
     1: "Fetch",
     2: "ListOffsets",
     3: "Metadata",

@@ -322,14 +322,29 @@ class LogRegistry:
         epoch, end = lg.leader_epoch_cache.end_offset_for(leader_epoch, lg.log_end_offset)
         return None, epoch, end
 
+    def hosts(self, topic: str, partition: int) -> bool:
+        """Whether this node keeps a replica of ``topic``-``partition`` (its leader or a follower;
+        always, on a single node)."""
+        ps = self.cluster.partition_state(topic, partition)
+        return ps is not None and self.cluster.node_id in ps.replicas
+
     def batch_bounds(self, topic: str, partition: int, offset: int, max_bytes: int, max_records: int | None = None,
-                     min_batches: int = 1) -> tuple[list[tuple[int, int]], bytes]:
+                     min_batches: int = 1, any_replica: bool = False) -> tuple[list[tuple[int, int]], bytes]:
         """The batches from ``offset`` (up to the high watermark, ``max_bytes``, and — with
         ``max_records`` — up to the batch that holds the ``max_records``-th offset, at least
         ``min_batches``) as ``[(base_offset, last_offset)]`` plus their bytes — what a
         share-partition acquires from. Below the local log start (the remote tier) ``max_records``
-        does not apply."""
+        does not apply. ``any_replica``: on a node that follows the partition, read the local
+        replica up to its own high watermark (``min(leader HW, log end)`` as of its last fetch:
+        committed records only) — how a share group's coordinator acquires from partitions
+        another node leads (:mod:`wire.forwarding`); nothing from a node without a replica."""
         r = self.read(topic, partition, offset, max_bytes, max_records=max_records, min_batches=min_batches)
+        if r.error == "NOT_LEADER_OR_FOLLOWER" and any_replica and self.hosts(topic, partition):
+            try:
+                info = self.open(topic, partition).read(offset, max_bytes, max_records=max_records, min_batches=min_batches)
+            except OffsetOutOfRangeError:
+                return [], b""
+            r = FetchedPartition(None, info.high_watermark, info.log_start_offset, info.records)
         if r.error or not r.records:
             return [], b""
         bounds = [(h.base_offset, h.last_offset) for h in rb.iter_batches(r.records, verify_crc=False)]

@@ -111,6 +111,7 @@ class ReplicaFetcherThread:
         config: FetcherConfig,
         on_fenced: Callable[[Key, int], None] = lambda _k, _e: None,
         follows: Callable[[Key, int], bool] = lambda _k, _e: True,
+        on_high_watermark: Callable[[Key], None] = lambda _k: None,
     ) -> None:
         self.node_id = node_id
         self.source = source
@@ -122,6 +123,9 @@ class ReplicaFetcherThread:
         self._log_of = log_of
         self.config = config
         self._on_fenced = on_fenced
+        #: told after a round moved a partition's local high watermark (wakes this node's long
+        #: polls on it: a share group's coordinator acquires from its follower replica)
+        self._on_hw = on_high_watermark
         self._parts: dict[Key, _PartitionFetchState] = {}
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -381,7 +385,10 @@ class ReplicaFetcherThread:
                                 self._backoff(key, st)
                                 continue
                 leader_lso = int(r.log_start_offset)
+                hw_before = lg.high_watermark
                 lg.update_high_watermark(min(int(r.high_watermark), lg.log_end_offset))
+                if lg.high_watermark > hw_before:
+                    self._on_hw(key)
                 if leader_lso > lg.log_start_offset:
                     lg.maybe_increment_log_start_offset(leader_lso)
 
@@ -422,7 +429,8 @@ class ReplicaFetcherManager:
     ``ReplicaFetcherManager`` with ``num.replica.fetchers`` = 1). ``partitions()`` lists the
     ``(topic, partition)`` pairs to consider at :meth:`start` (the view has no listing of its
     own); afterwards :meth:`reconcile` runs on every ``ClusterView.on_change``. A partition is
-    followed when this node is a replica and another live node leads it."""
+    followed when this node is a replica and another live node leads it. ``on_high_watermark(key)``
+    is called when a fetch round moved a followed partition's high watermark."""
 
     def __init__(
         self,
@@ -430,12 +438,14 @@ class ReplicaFetcherManager:
         log_of: Callable[[str, int], PartitionLog],
         config: FetcherConfig = FetcherConfig(),
         partitions: Callable[[], Iterable[Key]] = lambda: (),
+        on_high_watermark: Callable[[Key], None] = lambda _k: None,
     ) -> None:
         self.view = view
         self.node_id = view.node_id
         self._log_of = log_of
         self.config = config
         self._partitions = partitions
+        self._on_hw = on_high_watermark
         self._fetchers: dict[int, ReplicaFetcherThread] = {}
         self._following: dict[Key, int] = {}  # key -> source broker
         self._lock = threading.Lock()
@@ -471,7 +481,8 @@ class ReplicaFetcherManager:
                         leader = ps.leader
                         f = ReplicaFetcherThread(
                             self.node_id, leader, lambda leader=leader: self.view.broker_endpoint(leader), self._log_of, self.config, self._fenced,
-                            lambda k, e, leader=leader: (ps := self.view.partition_state(*k)) is not None and ps.leader == leader and ps.leader_epoch == e
+                            lambda k, e, leader=leader: (ps := self.view.partition_state(*k)) is not None and ps.leader == leader and ps.leader_epoch == e,
+                            self._on_hw,
                         ).start()
                         self._fetchers[leader] = f
                     f.add(key, ps.leader_epoch)

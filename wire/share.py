@@ -106,7 +106,15 @@ def _group_by_topic(cls: type, topic_cls: str, node_id: int, parts: list[Any]) -
     return tuple(nested(cls, topic_cls, topic_id=tid, partitions=tuple(ps)) for tid, ps in by_topic.items())
 
 
+def _forwarded_by(conn: Any) -> int:
+    """The node that forwarded this request to the group's coordinator (:mod:`wire.forwarding`),
+    -1 for a client's own request: the client's share session is with that node."""
+    return int(getattr(conn, "forwarded_by", -1))
+
+
 def _endpoints(cls: type, backend: Any, conn: Any = None) -> tuple[Any, ...]:
+    if _forwarded_by(conn) >= 0:
+        return ()  # the client talks to the forwarding node, whose endpoint it has
     host, port = endpoint_for(backend, getattr(conn, "listener", None))  # the listener the request came on
     return (nested(cls, "NodeEndpoint", node_id=i32(backend.node_id), host=host, port=i32(port), rack=None),)
 
@@ -126,8 +134,10 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
     invalid = {k: v for k, v in invalid.items() if v}
     acks = [a for a in acks if (a.topic_id, a.partition) not in invalid]
     batch_size = int(b.batch_size) if int(getattr(b, "batch_size", 0) or 0) > 0 else None  # v1+ BatchSize
+    via = _forwarded_by(conn)
     r = backend.share_fetch(group, member, epoch, wanted, forgotten, acks, int(b.max_records), int(b.max_wait.total_seconds() * 1000),
-                            int(getattr(b, "share_acquire_mode", 0)), batch_size, bool(getattr(b, "is_renew_ack", False)))
+                            int(getattr(b, "share_acquire_mode", 0)), batch_size, bool(getattr(b, "is_renew_ack", False)),
+                            **({"session_node": via} if via >= 0 else {}))
     parts = list(r.partitions)
     for (tid, pidx), reason in invalid.items():
         # keep what was fetched for the partition; only its acknowledgement outcome changes
@@ -141,7 +151,7 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
         error_code=error_code(r.error),
         error_message=r.message,
         acquisition_lock_timeout=datetime.timedelta(milliseconds=r.lock_timeout_ms),
-        responses=_group_by_topic(cls, "ShareFetchableTopicResponse", backend.node_id, parts) if r.error is None else (),
+        responses=_group_by_topic(cls, "ShareFetchableTopicResponse", via if via >= 0 else backend.node_id, parts) if r.error is None else (),
         node_endpoints=_endpoints(cls, backend, conn),
     )
 
@@ -157,16 +167,19 @@ def share_acknowledge(req: DecodedRequest, backend: Any, conn: Any = None) -> An
         reason = validate_ack_batches(a.batches, _MAX_ACK_TYPE)
         if reason:
             invalid[(a.topic_id, a.partition)] = reason
-    r = backend.share_acknowledge(str(b.group_id or ""), str(b.member_id or ""), int(b.share_session_epoch), [a for a in acks if (a.topic_id, a.partition) not in invalid])
+    via = _forwarded_by(conn)
+    r = backend.share_acknowledge(str(b.group_id or ""), str(b.member_id or ""), int(b.share_session_epoch), [a for a in acks if (a.topic_id, a.partition) not in invalid],
+                                  **({"session_node": via} if via >= 0 else {}))
+    node = via if via >= 0 else backend.node_id  # the node the client sent the request to
     resp_parts = []
     by_topic: dict[uuid.UUID, list[Any]] = {}
     for p in r.partitions:
         by_topic.setdefault(p.topic_id, []).append(
-            nested(cls, "PartitionData", partition_index=i32(p.partition), error_code=error_code(p.ack_error), error_message=p.ack_error_message, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(backend.node_id), leader_epoch=i32(0)))
+            nested(cls, "PartitionData", partition_index=i32(p.partition), error_code=error_code(p.ack_error), error_message=p.ack_error_message, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(node), leader_epoch=i32(0)))
         )
     for (tid, pidx), reason in invalid.items():
         by_topic.setdefault(tid, []).append(
-            nested(cls, "PartitionData", partition_index=i32(pidx), error_code=ErrorCode.invalid_request, error_message=reason, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(backend.node_id), leader_epoch=i32(0)))
+            nested(cls, "PartitionData", partition_index=i32(pidx), error_code=ErrorCode.invalid_request, error_message=reason, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(node), leader_epoch=i32(0)))
         )
     resp_parts = tuple(nested(cls, "ShareAcknowledgeTopicResponse", topic_id=tid, partitions=tuple(ps)) for tid, ps in by_topic.items())
     return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), error_message=r.message, responses=resp_parts if r.error is None else (), node_endpoints=_endpoints(cls, backend, conn))

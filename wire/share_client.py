@@ -117,7 +117,9 @@ class ShareClient:
         #: ``is_coordinator(group) -> bool`` (see :class:`wire.consumer_client.ConsumerGroupClient`)
         self.is_coordinator: Callable[[str], bool] = lambda _group: True
         self._lock = threading.Lock()
-        self._session_parts: dict[tuple[str, str], set[tuple[str, int]]] = {}
+        #: the partitions of each share session, keyed (group, member, node: -1 for a client of
+        #: this node, else the node that forwarded the request, :mod:`wire.forwarding`)
+        self._session_parts: dict[tuple[str, str, int], set[tuple[str, int]]] = {}
         #: share sessions per group in :attr:`_session_parts` (how many members compete for the
         #: group's share-partitions: how far past the remembered next fetch offset to read)
         self._sessions_of: dict[str, int] = {}
@@ -184,17 +186,18 @@ class ShareClient:
         return HeartbeatResult(_err(r.error), r.message or None, r.member_id or member_id, r.member_epoch, r.heartbeat_interval_ms or 5000, assignment)
 
     # ------------------------------------------------------------------ fetch / acknowledge
-    def _drop_session(self, group: str, member: str) -> None:
-        """Forget ``member``'s share session of ``group`` (call with :attr:`_lock` held)."""
-        if self._session_parts.pop((group, member), None) is not None:
+    def _drop_session(self, group: str, member: str, node: int = -1) -> None:
+        """Forget ``member``'s share session of ``group`` with ``node`` (call with :attr:`_lock` held)."""
+        if self._session_parts.pop((group, member, node), None) is not None:
             n = self._sessions_of.get(group, 1) - 1
             if n > 0:
                 self._sessions_of[group] = n
             else:
                 self._sessions_of.pop(group, None)
 
-    def _session_after(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]]) -> set[tuple[str, int]]:
-        key = (group, member)
+    def _session_after(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]],
+                       node: int = -1) -> set[tuple[str, int]]:
+        key = (group, member, node)
         with self._lock:
             current = set() if epoch == 0 else set(self._session_parts.get(key, set()))
         current |= {(str(t), p) for t, p in wanted}
@@ -202,7 +205,7 @@ class ShareClient:
         return current
 
     def fetch(self, group: str, member: str, epoch: int, wanted, forgotten, acks, max_records: int, max_wait_ms: int,
-              acquire_mode: int = 0, batch_size: int | None = None, is_renew_ack: bool = False) -> ShareFetchResult:
+              acquire_mode: int = 0, batch_size: int | None = None, is_renew_ack: bool = False, session_node: int = -1) -> ShareFetchResult:
         """ShareFetch → one ``ShareFetchCmd`` (session step, piggy-backed acknowledgements,
         acquisition), then — when it acquired nothing — the purgatory: the request waits, up to
         ``max_wait_ms``, for an append to one of its partitions or records of the group freed
@@ -211,24 +214,33 @@ class ShareClient:
         goes back to waiting; it does not answer empty. ``wanted``/``forgotten`` are (topic uuid,
         partition) lists; ``acks`` :class:`wire.backend.SharePartitionAck` list; ``acquire_mode``,
         ``batch_size`` and ``is_renew_ack`` are ShareFetch v1/v2's ``ShareAcquireMode``,
-        ``BatchSize`` and ``IsRenewAck``."""
+        ``BatchSize`` and ``IsRenewAck``. ``session_node``: the node the client holds this share
+        session with (-1: this one; see :mod:`wire.forwarding`). Partitions this node keeps no
+        replica of are answered NOT_LEADER_OR_FOLLOWER (the group's coordinator acquires from
+        its own replica of each partition)."""
         from actors.share.messages import ShareFetchCmd
 
-        parts = self._session_after(group, member, epoch, wanted, forgotten)
+        parts = self._session_after(group, member, epoch, wanted, forgotten, session_node)
         ack_by = {(str(a.topic_id), a.partition): tuple((b.first_offset, b.last_offset, tuple(b.types)) for b in a.batches) for a in acks}
         names = self.controller.names_by_id()
         known: list[tuple[str, int]] = []
         unknown: list[tuple[str, int]] = []
+        elsewhere: list[tuple[str, int]] = []  # no replica here: nothing to acquire from
         for tid, p in sorted(parts | set(ack_by)):
             name = names.get(tid)
-            (known if name is not None and 0 <= p < self.controller.partition_count(name) else unknown).append((tid, p))
+            if name is None or not 0 <= p < self.controller.partition_count(name):
+                unknown.append((tid, p))
+            elif (tid, p) in parts and not self.logs.hosts(name, p):
+                elsewhere.append((tid, p))
+            else:
+                known.append((tid, p))
         keys = [("partition", names[tid], p) for tid, p in known if (tid, p) in parts] + [("group", group)]
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
         limit = max_records if max_records > 0 else 500
         seen = self.logs.waits.versions(keys)  # before the log is read: a change after it ends a wait
         read, msg_parts = self._read_partitions(group, epoch, known, parts, ack_by, names, limit)
         cmd = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, tuple((str(t), p) for t, p in forgotten),
-                            acquire_mode, is_renew_ack, batch_size)
+                            acquire_mode, is_renew_ack, batch_size, session_node=session_node)
         try:
             r = self._ask(group, cmd, create=epoch == 0)  # only a new share session may create the group
         except GroupRefused as exc:
@@ -241,11 +253,11 @@ class ShareClient:
             return ShareFetchResult(r.error, r.message or None, self.lock_ms(group))
         with self._lock:
             if epoch == -1:
-                self._drop_session(group, member)
+                self._drop_session(group, member, session_node)
             else:
-                if (group, member) not in self._session_parts:
+                if (group, member, session_node) not in self._session_parts:
                     self._sessions_of[group] = self._sessions_of.get(group, 0) + 1
-                self._session_parts[(group, member)] = parts
+                self._session_parts[(group, member, session_node)] = parts
         lock_ms = getattr(r, "acquisition_lock_timeout_ms", 0) or self.lock_ms(group)
         #: (topic id, partition) → [latest result, the read it was decided on]; acknowledgement
         #: outcomes come from the first attempt only (continuations carry none)
@@ -280,7 +292,7 @@ class ShareClient:
                 seen = self.logs.waits.versions(keys)
                 read, msg_parts = self._read_partitions(group, epoch, session, parts, {}, names, limit)
                 hw_read = {(m_.topic_id, m_.partition): m_.high_watermark for m_ in msg_parts}
-                again = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, (), acquire_mode, False, batch_size, True)
+                again = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, (), acquire_mode, False, batch_size, True, session_node)
                 try:
                     r = self._ask(group, again, create=False)
                 except (GroupRefused, ActorTimeout):
@@ -305,6 +317,8 @@ class ShareClient:
         for tid, p in unknown:
             err = "UNKNOWN_TOPIC_ID" if tid not in names else "UNKNOWN_TOPIC_OR_PARTITION"
             out.append(ShareFetchPartition(uuid.UUID(tid), p, error=err, ack_error=err if (tid, p) in ack_by else None))
+        for tid, p in elsewhere:
+            out.append(ShareFetchPartition(uuid.UUID(tid), p, error="NOT_LEADER_OR_FOLLOWER", ack_error="NOT_LEADER_OR_FOLLOWER" if (tid, p) in ack_by else None))
         return ShareFetchResult(None, None, lock_ms, tuple(out))
 
     def _wait_keys(self, r: Any, names: dict[str, str], group: str, hw_read: dict[tuple[str, int], int]) -> list[tuple]:
@@ -365,7 +379,7 @@ class ShareClient:
                 # actor filters batches below its next fetch offset and tells us where it is
                 start = max(nxt, lso) if nxt >= 0 else lso
                 if start < hw:
-                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES, max_records, min_batches)
+                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES, max_records, min_batches, any_replica=True)
                     read[(tid, p)] = (bounds, data)
                     batches = tuple(bounds)
                 else:
@@ -420,8 +434,8 @@ class ShareClient:
                 out += data[h.position : h.position + h.size_in_bytes]
         return bytes(out)
 
-    def acknowledge(self, group: str, member: str, epoch: int, acks) -> ShareFetchResult:
-        """ShareAcknowledge → one ``ShareAcknowledgeCmd``."""
+    def acknowledge(self, group: str, member: str, epoch: int, acks, session_node: int = -1) -> ShareFetchResult:
+        """ShareAcknowledge → one ``ShareAcknowledgeCmd`` (``session_node`` as in :meth:`fetch`)."""
         from actors.share.messages import ShareAcknowledgeCmd, ShareAcknowledgePartition
 
         names = self.controller.names_by_id()
@@ -434,7 +448,7 @@ class ShareClient:
                 continue
             parts.append(ShareAcknowledgePartition(tid, a.partition, tuple((b.first_offset, b.last_offset, tuple(b.types)) for b in a.batches)))
         try:
-            r = self._ask(group, ShareAcknowledgeCmd(group, member, epoch, tuple(parts)), create=False)  # needs a session
+            r = self._ask(group, ShareAcknowledgeCmd(group, member, epoch, tuple(parts), session_node), create=False)  # needs a session
         except GroupRefused as exc:
             return _no_session_result(exc, lambda sessions: decide_share_acknowledge(sessions, member, epoch))
         except ActorTimeout as exc:
@@ -445,7 +459,7 @@ class ShareClient:
             return ShareFetchResult(r.error, r.message or None)
         if epoch == -1:
             with self._lock:
-                self._drop_session(group, member)
+                self._drop_session(group, member, session_node)
         out = [ShareFetchPartition(uuid.UUID(p.topic_id), p.partition, ack_error=_err(p.error), ack_error_message=p.message or None) for p in r.partitions]
         out += [ShareFetchPartition(uuid.UUID(t), p, ack_error="UNKNOWN_TOPIC_ID" if t not in names else "UNKNOWN_TOPIC_OR_PARTITION") for t, p in unknown]
         return ShareFetchResult(None, None, self.lock_ms(group), tuple(out))

@@ -437,7 +437,7 @@ class ShareGroupActor(EventSourcedActor):
             for e in events:
                 self._state.apply(e)
                 if isinstance(e, ShareSessionClosed):
-                    self._sessions.remove(e.member_id)
+                    self._sessions.remove(e.member_id, e.node_id)
         except Exception:
             log.exception("share group %s: applying a decided event failed; reloading", self._group_id)
             self._reload()
@@ -596,8 +596,8 @@ class ShareGroupActor(EventSourcedActor):
                 # its records released (the release depends on the share-partitions only)
                 evs = list(decide_session_expiry(st.membership, now))
                 fenced = [ev.member_id for ev in evs if isinstance(ev, MemberFenced)]
-                evs.extend(ShareSessionClosed(self._group_id, mid, "MEMBER_FENCED")
-                           for mid in fenced if self._sessions.get(mid) is not None)
+                evs.extend(ShareSessionClosed(self._group_id, mid, "MEMBER_FENCED", s.node_id)
+                           for mid in fenced for s in self._sessions.of_member(mid))
                 # each release is decided on the state the previous ones left (its outcome must
                 # describe the records as they are then: an earlier release may move the start
                 # offset and change what this one archives)
@@ -680,7 +680,7 @@ class ShareGroupActor(EventSourcedActor):
         # last acknowledgements (librdkafka 2.16 does exactly this). With a share session still
         # open, the leave only fences; the final epoch acknowledges and releases the rest (or the
         # acquisition locks expire). Without one, the leave releases the member's records itself.
-        release_now = leaving and self._sessions.get(msg.member_id) is None
+        release_now = leaving and not self._sessions.of_member(msg.member_id)
         r = decision.response
 
         def reply() -> None:
@@ -711,15 +711,15 @@ class ShareGroupActor(EventSourcedActor):
             # the purgatory's next attempt: acquisition only, on the session the first attempt
             # left (its epoch moved once, to next_epoch(share_session_epoch)); nothing when the
             # session moved on since (another request of the member) or the attempt carries acks
-            cur = self._sessions.get(msg.member_id)
+            cur = self._sessions.get(msg.member_id, msg.session_node)
             if cur is None or cur.epoch != next_epoch(msg.share_session_epoch) or has_acks or msg.share_session_epoch == -1:
                 self._reply(sender, m.ShareFetchReply("NONE", "", (), st.membership.configs.effective_record_lock_duration_ms(self._broker)))
                 return
-            sd = SessionDecision(msg.member_id, "CONTINUE", cur.epoch, partitions=tuple(sorted(cur.partitions)))
+            sd = SessionDecision(msg.member_id, "CONTINUE", cur.epoch, partitions=tuple(sorted(cur.partitions)), node_id=msg.session_node)
         else:
             try:
                 sd = decide_share_fetch(self._sessions, msg.member_id, msg.share_session_epoch,
-                                        [(p.topic_id, p.partition) for p in msg.partitions], msg.forgotten, has_acks)
+                                        [(p.topic_id, p.partition) for p in msg.partitions], msg.forgotten, has_acks, msg.session_node)
             except ShareError as exc:
                 self._reply(sender, m.ShareFetchReply(exc.error_name, exc.message))
                 return
@@ -827,9 +827,9 @@ class ShareGroupActor(EventSourcedActor):
         events: list[DomainEvent] = list(pre)
         if sd.kind == "NEW":
             if sd.replaced:
-                events.append(ShareSessionClosed(self._group_id, msg.member_id, "REPLACED"))
+                events.append(ShareSessionClosed(self._group_id, msg.member_id, "REPLACED", msg.session_node))
             events.append(ShareSessionOpened(self._group_id, msg.member_id,
-                                             _tps(sd.partitions)))
+                                             _tps(sd.partitions), msg.session_node))
         events.extend(fetched_events)
 
         def reply() -> None:
@@ -846,7 +846,7 @@ class ShareGroupActor(EventSourcedActor):
 
         rest: list[Callable[[], list[DomainEvent]]] = []
         if final:
-            rest.append(lambda: self._close_session_events(msg.member_id))
+            rest.append(lambda: self._close_session_events(msg.member_id, msg.session_node))
         self._commit(events, lambda: self._after_session(sd, now, rest, reply, fail), fail)
 
     def _after_session(self, sd: SessionDecision, now: int, rest: list[Callable[[], list[DomainEvent]]],
@@ -855,16 +855,21 @@ class ShareGroupActor(EventSourcedActor):
             self._sessions.apply(sd, now)
         self._chain(rest, reply, fail)
 
-    def _close_session_events(self, member_id: str) -> list[DomainEvent]:
-        """FINAL epoch: close the session and release the member's acquired records."""
-        had = self._sessions.get(member_id) is not None  # removed when the close is decided (_commit)
-        evs: list[DomainEvent] = [ShareSessionClosed(self._group_id, member_id, "FINAL_EPOCH")] if had else []
-        evs.extend(self._decide_release(member_id))
+    def _close_session_events(self, member_id: str, node_id: int = -1) -> list[DomainEvent]:
+        """FINAL epoch: close the member's session with ``node_id`` and release its acquired
+        records: those in the session's partitions while the member keeps a session with another
+        node (Kafka's ``releaseSession`` releases what the closing broker's share-partitions
+        hold), all of them otherwise."""
+        cur = self._sessions.get(member_id, node_id)  # removed when the close is decided (_commit)
+        evs: list[DomainEvent] = [ShareSessionClosed(self._group_id, member_id, "FINAL_EPOCH", node_id)] if cur is not None else []
+        others = [x for x in self._sessions.of_member(member_id) if x.node_id != node_id]
+        evs.extend(self._decide_release(member_id, partitions=set(cur.partitions) if cur is not None and others else None))
         return evs
 
-    def _decide_release(self, member_id: str, scratch: dict[TP, SharePartition] | None = None) -> list[DomainEvent]:
-        """Release every record ``member_id`` holds, in every share-partition of the group, as
-        Kafka 4.2's ``SharePartition.releaseAcquiredRecords`` does: with
+    def _decide_release(self, member_id: str, scratch: dict[TP, SharePartition] | None = None,
+                        partitions: set[TP] | None = None) -> list[DomainEvent]:
+        """Release every record ``member_id`` holds, in every share-partition of the group (or of
+        ``partitions``), as Kafka 4.2's ``SharePartition.releaseAcquiredRecords`` does: with
         ``DeliveryCountOps.DECREASE`` (the records were acquired but not delivered, so the delivery
         count drops by one and the delivery-count limit does not archive them).
 
@@ -873,6 +878,8 @@ class ShareGroupActor(EventSourcedActor):
         assert self._state is not None
         out: list[DomainEvent] = []
         for key, sp in list(self._state.partitions.items()):
+            if partitions is not None and key not in partitions:
+                continue
             base = scratch.get(key, sp) if scratch is not None else sp
             evs = base.decide_release_member(member_id, decrement_delivery_count=True)
             if evs and scratch is not None:
@@ -894,7 +901,7 @@ class ShareGroupActor(EventSourcedActor):
         assert self._state is not None
         st = self._state
         try:
-            sd = decide_share_acknowledge(self._sessions, msg.member_id, msg.share_session_epoch)
+            sd = decide_share_acknowledge(self._sessions, msg.member_id, msg.share_session_epoch, msg.session_node)
         except ShareError as exc:
             self._reply(sender, m.ShareAcknowledgeReply(exc.error_name, exc.message))
             return
@@ -938,7 +945,7 @@ class ShareGroupActor(EventSourcedActor):
 
         rest: list[Callable[[], list[DomainEvent]]] = []
         if sd.kind == "FINAL":
-            rest.append(lambda: self._close_session_events(msg.member_id))
+            rest.append(lambda: self._close_session_events(msg.member_id, msg.session_node))
         self._commit(events, lambda: self._after_session(sd, now, rest, reply, fail), fail)
 
     # ------------------------------------------------------------------ describe / admin

@@ -149,14 +149,16 @@ class ShareFetchCmd(_Msg):
     trying to complete): the first attempt, with ``share_session_epoch``, did the session step and
     the acknowledgements and acquired nothing; this one only acquires, on the session that
     attempt left (no epoch bump), from the log batches read since. Acquires nothing when the
-    session moved on meanwhile. Reply: :class:`ShareFetchReply`."""
+    session moved on meanwhile. ``session_node``: the node the client holds its share session with
+    (-1: this one; another node's id when that node forwarded the request, :mod:`wire.forwarding`).
+    Reply: :class:`ShareFetchReply`."""
 
     __slots__ = ("group_id", "member_id", "share_session_epoch", "max_records", "partitions", "forgotten",
-                 "share_acquire_mode", "is_renew_ack", "batch_size", "continuation")
+                 "share_acquire_mode", "is_renew_ack", "batch_size", "continuation", "session_node")
 
     def __init__(self, group_id: str, member_id: str, share_session_epoch: int, partitions: tuple[ShareFetchPartition, ...],
                  max_records: int = 500, forgotten: tuple[tuple[str, int], ...] = (), share_acquire_mode: int = 0,
-                 is_renew_ack: bool = False, batch_size: int | None = None, continuation: bool = False) -> None:
+                 is_renew_ack: bool = False, batch_size: int | None = None, continuation: bool = False, session_node: int = -1) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
@@ -167,6 +169,7 @@ class ShareFetchCmd(_Msg):
         self.is_renew_ack = is_renew_ack
         self.batch_size = batch_size
         self.continuation = continuation
+        self.session_node = session_node
 
 
 class ShareFetchPartitionResult(_Msg):
@@ -221,16 +224,18 @@ class ShareAcknowledgePartition(_Msg):
 
 
 class ShareAcknowledgeCmd(_Msg):
-    """ShareAcknowledge (API 79). Reply: :class:`ShareAcknowledgeReply`."""
+    """ShareAcknowledge (API 79); ``session_node`` as :class:`ShareFetchCmd`'s. Reply:
+    :class:`ShareAcknowledgeReply`."""
 
-    __slots__ = ("group_id", "member_id", "share_session_epoch", "partitions")
+    __slots__ = ("group_id", "member_id", "share_session_epoch", "partitions", "session_node")
 
     def __init__(self, group_id: str, member_id: str, share_session_epoch: int,
-                 partitions: tuple[ShareAcknowledgePartition, ...]) -> None:
+                 partitions: tuple[ShareAcknowledgePartition, ...], session_node: int = -1) -> None:
         self.group_id = group_id
         self.member_id = member_id
         self.share_session_epoch = share_session_epoch
         self.partitions = tuple(partitions)
+        self.session_node = session_node
 
 
 class PartitionResult(_Msg):

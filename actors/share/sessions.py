@@ -26,6 +26,12 @@ Sessions are broker memory (not events): the ``ShareGroupActor`` keeps them for 
 loses them on restart, like a Kafka broker restart; clients then start again with epoch 0.
 The limit ``group.share.max.share.sessions`` is applied per group actor here (Kafka applies it per
 broker).
+
+A client keeps one share session per broker it fetches from (Kafka's ``ShareSessionCache`` is
+per broker). On a cluster a group's actor runs on its coordinator node, and the other nodes
+forward their share requests to it (:mod:`wire.forwarding`), so a session is keyed by the member
+*and* the node the client talks to: ``(member_id, node_id)``, ``node_id`` -1 for the node the
+actor runs on.
 """
 
 from __future__ import annotations
@@ -68,13 +74,15 @@ def next_epoch(epoch: int) -> int:
 @dataclass(slots=True)
 class ShareSession:
     """One share session: ``epoch`` is the epoch the next request must carry; ``partitions`` the
-    session's topic-id partitions; times in ms."""
+    session's topic-id partitions; times in ms; ``node_id`` the node the client holds it with
+    (-1: the node the group's actor runs on)."""
 
     member_id: str
     epoch: int
     partitions: set[TopicIdPartition] = field(default_factory=set)
     created_ms: int = 0
     last_used_ms: int = 0
+    node_id: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,37 +103,43 @@ class SessionDecision:
     added: tuple[TopicIdPartition, ...] = ()
     forgotten: tuple[TopicIdPartition, ...] = ()
     partitions: tuple[TopicIdPartition, ...] = ()
+    node_id: int = -1
 
 
 @dataclass(slots=True)
 class ShareSessions:
-    """The share sessions of one group: member id → :class:`ShareSession`; ``max_sessions`` is
-    ``group.share.max.share.sessions``."""
+    """The share sessions of one group: ``(member id, node id)`` → :class:`ShareSession` (see
+    the module doc); ``max_sessions`` is ``group.share.max.share.sessions``."""
 
     max_sessions: int = 2000
-    sessions: dict[str, ShareSession] = field(default_factory=dict)
+    sessions: dict[tuple[str, int], ShareSession] = field(default_factory=dict)
 
-    def get(self, member_id: str) -> ShareSession | None:
-        """The member's session or ``None``."""
-        return self.sessions.get(member_id)
+    def get(self, member_id: str, node_id: int = -1) -> ShareSession | None:
+        """The member's session with ``node_id`` or ``None``."""
+        return self.sessions.get((member_id, node_id))
+
+    def of_member(self, member_id: str) -> list[ShareSession]:
+        """Every session ``member_id`` holds (one per node it fetches from)."""
+        return [s for (m, _n), s in self.sessions.items() if m == member_id]
 
     def apply(self, decision: SessionDecision, now_ms: int) -> None:
         """Carry out a decision (mutates): create, bump or remove the session."""
+        key = (decision.member_id, decision.node_id)
         if decision.kind == "FINAL":
-            self.sessions.pop(decision.member_id, None)
+            self.sessions.pop(key, None)
             return
         if decision.kind == "NEW":
-            self.sessions[decision.member_id] = ShareSession(
-                decision.member_id, decision.epoch_after, set(decision.partitions), now_ms, now_ms)
+            self.sessions[key] = ShareSession(
+                decision.member_id, decision.epoch_after, set(decision.partitions), now_ms, now_ms, decision.node_id)
             return
-        s = self.sessions[decision.member_id]
+        s = self.sessions[key]
         s.epoch = decision.epoch_after
         s.partitions = set(decision.partitions)
         s.last_used_ms = now_ms
 
-    def remove(self, member_id: str) -> bool:
-        """Drop the member's session (member fenced). Returns whether there was one."""
-        return self.sessions.pop(member_id, None) is not None
+    def remove(self, member_id: str, node_id: int = -1) -> bool:
+        """Drop the member's session with ``node_id``. Returns whether there was one."""
+        return self.sessions.pop((member_id, node_id), None) is not None
 
 
 def decide_share_fetch(
@@ -135,27 +149,28 @@ def decide_share_fetch(
     fetch_partitions: Iterable[TopicIdPartition],
     forgotten: Iterable[TopicIdPartition] = (),
     has_acknowledgements: bool = False,
+    node_id: int = -1,
 ) -> SessionDecision:
-    """Decide the session step of a ShareFetch (see module doc). ``fetch_partitions``: the
-    partitions named in the request (to fetch and/or acknowledge). Raises :class:`ShareError`
-    (INVALID_REQUEST, SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH,
-    SHARE_SESSION_LIMIT_REACHED); never mutates ``sessions``."""
+    """Decide the session step of a ShareFetch (see module doc) for the session of ``member_id``
+    with ``node_id``. ``fetch_partitions``: the partitions named in the request (to fetch and/or
+    acknowledge). Raises :class:`ShareError` (INVALID_REQUEST, SHARE_SESSION_NOT_FOUND,
+    INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_LIMIT_REACHED); never mutates ``sessions``."""
     if not member_id:
         raise ShareError("INVALID_REQUEST", "MemberId can't be empty.")
     parts = tuple(dict.fromkeys(fetch_partitions))
     gone = tuple(dict.fromkeys(forgotten))
-    current = sessions.get(member_id)
+    current = sessions.get(member_id, node_id)
     if epoch == INITIAL_EPOCH:
         if has_acknowledgements:
             raise ShareError("INVALID_REQUEST", "Acknowledge data present in Initial Fetch Request")
         if current is None and len(sessions.sessions) >= sessions.max_sessions:
             raise ShareError("SHARE_SESSION_LIMIT_REACHED", "The share session cache is full.")
         final = tuple(sorted(set(parts) - set(gone)))
-        return SessionDecision(member_id, "NEW", 1, current is not None, final, (), final)
+        return SessionDecision(member_id, "NEW", 1, current is not None, final, (), final, node_id)
     if epoch == FINAL_EPOCH:
         if current is None:
             raise ShareError("SHARE_SESSION_NOT_FOUND", f"Share session not found for member {member_id}.")
-        return SessionDecision(member_id, "FINAL", FINAL_EPOCH, partitions=tuple(sorted(current.partitions)))
+        return SessionDecision(member_id, "FINAL", FINAL_EPOCH, partitions=tuple(sorted(current.partitions)), node_id=node_id)
     if epoch < FINAL_EPOCH:
         raise ShareError("INVALID_SHARE_SESSION_EPOCH", f"Invalid share session epoch {epoch}.")
     if current is None:
@@ -166,20 +181,21 @@ def decide_share_fetch(
     after = (current.partitions | set(parts)) - set(gone)
     added = tuple(sorted(set(parts) - current.partitions))
     removed = tuple(sorted(set(gone) & current.partitions))
-    return SessionDecision(member_id, "UPDATE", next_epoch(epoch), False, added, removed, tuple(sorted(after)))
+    return SessionDecision(member_id, "UPDATE", next_epoch(epoch), False, added, removed, tuple(sorted(after)), node_id)
 
 
-def decide_share_acknowledge(sessions: ShareSessions, member_id: str, epoch: int) -> SessionDecision:
-    """Decide the session step of a ShareAcknowledge (see module doc). Raises :class:`ShareError`
-    (INVALID_SHARE_SESSION_EPOCH, SHARE_SESSION_NOT_FOUND); never mutates ``sessions``."""
+def decide_share_acknowledge(sessions: ShareSessions, member_id: str, epoch: int, node_id: int = -1) -> SessionDecision:
+    """Decide the session step of a ShareAcknowledge (see module doc) for the session of
+    ``member_id`` with ``node_id``. Raises :class:`ShareError` (INVALID_SHARE_SESSION_EPOCH,
+    SHARE_SESSION_NOT_FOUND); never mutates ``sessions``."""
     if epoch == INITIAL_EPOCH or epoch < FINAL_EPOCH:
         raise ShareError("INVALID_SHARE_SESSION_EPOCH", f"Invalid share session epoch {epoch} for ShareAcknowledge.")
-    current = sessions.get(member_id)
+    current = sessions.get(member_id, node_id)
     if current is None:
         raise ShareError("SHARE_SESSION_NOT_FOUND", f"Share session not found for member {member_id}.")
     if epoch == FINAL_EPOCH:
-        return SessionDecision(member_id, "FINAL", FINAL_EPOCH, partitions=tuple(sorted(current.partitions)))
+        return SessionDecision(member_id, "FINAL", FINAL_EPOCH, partitions=tuple(sorted(current.partitions)), node_id=node_id)
     if epoch != current.epoch:
         raise ShareError("INVALID_SHARE_SESSION_EPOCH",
                          f"The share session epoch {epoch} does not match the expected epoch {current.epoch}.")
-    return SessionDecision(member_id, "UPDATE", next_epoch(epoch), partitions=tuple(sorted(current.partitions)))
+    return SessionDecision(member_id, "UPDATE", next_epoch(epoch), partitions=tuple(sorted(current.partitions)), node_id=node_id)

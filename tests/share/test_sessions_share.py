@@ -83,7 +83,7 @@ def test_SharePartitionManagerTest_testShareSessionExpiration():
     fetch(s, "s2", 0, [TP1], now=1501)
     fetch(s, "s2", FINAL_EPOCH, now=1600)
     d = fetch(s, "s3", 0, [TP0], now=1700)
-    assert d.kind == "NEW" and set(s.sessions) == {"s1", "s3"}
+    assert d.kind == "NEW" and set(s.sessions) == {("s1", -1), ("s3", -1)}
 
 
 def test_SharePartitionManagerTest_testReleaseSessionWithIncorrectGroupId():
@@ -115,3 +115,20 @@ def test_decisions_never_mutate_sessions():
     decide_share_fetch(s, "m1", 1, [TP1], [TP0])
     decide_share_acknowledge(s, "m1", 1)
     assert (s.get("m1").epoch, s.get("m1").partitions) == before
+
+
+def test_sessions_of_one_member_with_different_nodes_are_independent():
+    """(member, node) keys a session: a client keeps one per broker it fetches from."""
+    s = ShareSessions()
+    for node in (-1, 2):
+        s.apply(decide_share_fetch(s, "m", 0, [("t", node + 2)], node_id=node), 0)
+    assert set(s.sessions) == {("m", -1), ("m", 2)}
+    s.apply(decide_share_fetch(s, "m", 1, [], node_id=2), 0)  # node 2's session moves to epoch 2
+    assert s.get("m").epoch == 1 and s.get("m", 2).epoch == 2
+    with pytest.raises(ShareError) as e:
+        decide_share_fetch(s, "m", 2, [])  # the local session is still at 1
+    assert e.value.error_name == "INVALID_SHARE_SESSION_EPOCH"
+    d = decide_share_acknowledge(s, "m", -1, node_id=2)
+    assert d.kind == "FINAL" and d.partitions == (("t", 4),)
+    s.apply(d, 0)
+    assert [x.node_id for x in s.of_member("m")] == [-1]
