@@ -25,6 +25,11 @@ Parts (``--part NAME``, repeatable; default all, in this order, on one cluster):
   (:meth:`Load.acked_beyond`, polled every 10 ms). At the end a fresh consumer reads every
   partition to its high watermark: ``lost`` (acknowledged, not found), ``duplicated`` (found more
   than once) and ``misplaced`` (found elsewhere than the acknowledged offset).
+* ``share``: ``--share-records`` (100,000) 100-byte records in a 3-partition topic (leaders on
+  every node), consumed by 2 ShareConsumers of one group (``bench.e2e``'s consumer script:
+  ACCEPT each record, ``commit_async()`` per poll): accepted records/s from the first delivery to
+  the last ACCEPT. The partitions the group's coordinator does not lead are served through
+  forwarding (``wire/forwarding.py``); ``coordinator`` and ``leaders`` say which.
 * ``catchup``: one follower node is stopped (SIGTERM), ``--catchup-mb`` (200) MB are written in
   10 KiB records (acks=all, ISR of 2), the node is restarted: ``catchup_mb_per_s`` = the bytes its
   logs lacked / the time from the restarted daemon answering ApiVersions until its log files are
@@ -184,6 +189,25 @@ def part_failover(cl: ce.Cluster, kills: int) -> dict:
     }
 
 
+def part_share(cl: ce.Cluster, records: int) -> dict:
+    """Share-group consumption on the cluster: 2 ShareConsumers drain ``records`` from 3 partitions."""
+    from bench.e2e import _drain_rate, _run_consumers
+    from tests.e2e.helpers import set_group_config
+    from wire.cluster_view import coordinator_node
+
+    topic = group = "shared"
+    _new_topic(cl, topic)
+    set_group_config(cl.bootstrap(), group, "share.auto.offset.reset", "earliest")
+    md = cl.metadata()
+    leaders = {p.id: p.leader for p in md.topics[topic].partitions.values()} if md is not None else {}
+    pr = subprocess.run([sys.executable, "-c", PRODUCER, json.dumps({"bootstrap.servers": cl.bootstrap()}), topic, str(records),
+                         "connect-first", f"partitions={PARTITIONS}"], capture_output=True, text=True, timeout=900, cwd=str(ROOT))
+    produced = float(pr.stdout.strip().splitlines()[-1]) if pr.stdout.strip() else -1.0
+    res = _run_consumers(cl.bootstrap(), topic, group, 2, idle_exit_s=5.0)
+    return {"records": records, "consumers": 2, "partitions": PARTITIONS, "coordinator": coordinator_node(group, [1, 2, 3]),
+            "leaders": leaders, "produce_records_per_s": round(produced), **_drain_rate(res)}
+
+
 def _log_bytes(node_dir: Path, topic: str) -> dict[int, int]:
     """partition → total bytes of ``topic``'s segment files under ``node_dir`` (0 if none)."""
     out = {}
@@ -252,15 +276,16 @@ def part_catchup(cl: ce.Cluster, mb: int) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="issue 15's cluster figures, one JSON object")
-    ap.add_argument("--part", action="append", choices=["throughput", "latency", "failover", "catchup"])
+    ap.add_argument("--part", action="append", choices=["throughput", "latency", "failover", "share", "catchup"])
     ap.add_argument("--records", type=int, default=300_000)
     ap.add_argument("--rate", type=int, default=1000)
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--linger-ms", type=int, default=0)
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--catchup-mb", type=int, default=200)
+    ap.add_argument("--share-records", type=int, default=100_000)
     args = ap.parse_args()
-    parts = args.part or ["throughput", "latency", "failover", "catchup"]
+    parts = args.part or ["throughput", "latency", "failover", "share", "catchup"]
 
     import confluent_kafka
     import psycopg
@@ -282,6 +307,8 @@ def main() -> None:
                 result["latency"] = part_latency(cl, args.rate, args.seconds, args.linger_ms)
             if "failover" in parts:
                 result["failover"] = part_failover(cl, args.kills)
+            if "share" in parts:
+                result["share"] = part_share(cl, args.share_records)
             if "catchup" in parts:
                 result["catchup"] = part_catchup(cl, args.catchup_mb)
         finally:

@@ -59,6 +59,7 @@ from wire.controller_client import GroupRefused
 from wire.gateway import ActorTimeout
 from wire.group_types import GroupTypes
 from wire.quotas import parked
+from wire.waits import WaitSet
 
 __all__ = ["ShareClient"]
 
@@ -98,6 +99,18 @@ def _no_session_result(exc: GroupRefused, decide: Any) -> ShareFetchResult:
     return ShareFetchResult(exc.error, exc.message)
 
 
+def _wake_freed(waits: WaitSet, group: str, partitions: tuple[tuple[str, int], ...]) -> None:
+    """Records of ``group`` were freed in ``partitions`` (``(topic id, partition)``; empty: not
+    known): wake a fetch waiting on each (``("freed", group, topic id, partition)``: only a fetch
+    whose share session holds the partition can use them; a client holds one session per node,
+    so one woken at random could not pass the wake-up on), or on the group (``("group", group)``)
+    when the partitions are not known."""
+    if not partitions:
+        waits.bump(("group", group))
+    for tid, p in partitions:
+        waits.bump(("freed", group, tid, p))
+
+
 class ShareClient:
     """Share-group requests from the listener threads. ``host`` (a
     :class:`actors.share.host.ShareGroupHost`) runs this node's share-group actors in this process;
@@ -111,7 +124,7 @@ class ShareClient:
         self.cfg = cfg
         # records of a group freed without an append (RecordsFreed, decided by its actor): wake
         # the group's ShareFetches waiting in the purgatory
-        host.on_records_freed = lambda group: logs.waits.bump(("group", group))
+        host.on_records_freed = lambda group, parts: _wake_freed(logs.waits, group, parts)
         #: one type per group id (:class:`wire.group_types.GroupTypes`)
         self.group_types = GroupTypes(cfg)
         #: ``is_coordinator(group) -> bool`` (see :class:`wire.consumer_client.ConsumerGroupClient`)
@@ -234,7 +247,8 @@ class ShareClient:
                 elsewhere.append((tid, p))
             else:
                 known.append((tid, p))
-        keys = [("partition", names[tid], p) for tid, p in known if (tid, p) in parts] + [("group", group)]
+        keys = [("partition", names[tid], p) for tid, p in known if (tid, p) in parts] + [("group", group)] + [
+            ("freed", group, tid, p) for tid, p in known if (tid, p) in parts]
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
         limit = max_records if max_records > 0 else 500
         seen = self.logs.waits.versions(keys)  # before the log is read: a change after it ends a wait
@@ -335,6 +349,7 @@ class ShareClient:
             name = names.get(pr.topic_id)
             if name is None or _err(pr.error) is not None:
                 continue
+            keys.append(("freed", group, pr.topic_id, pr.partition))
             hw = hw_read.get((pr.topic_id, pr.partition))
             nfo = pr.next_fetch_offset if pr.next_fetch_offset is not None else -1
             if hw is None or nfo < 0 or nfo >= hw:

@@ -442,8 +442,9 @@ class ShareGroupActor(EventSourcedActor):
             log.exception("share group %s: applying a decided event failed; reloading", self._group_id)
             self._reload()
             raise
-        if watch and self._frees_records(before):
-            self.send(self._supervisor, m.RecordsFreed(self._group_id))
+        freed = self._freed_partitions(before) if watch else ()
+        if freed:
+            self.send(self._supervisor, m.RecordsFreed(self._group_id, freed))
 
     def _acquirability(self, events: list[DomainEvent]) -> dict[TP, tuple[int, bool]]:
         """For each share-partition the events touch: its next fetch offset and whether its
@@ -458,16 +459,17 @@ class ShareGroupActor(EventSourcedActor):
                     out[key] = (sp.next_fetch_offset(), sp.can_acquire_records())
         return out
 
-    def _frees_records(self, before: dict[TP, tuple[int, bool]]) -> bool:
-        """Whether records became acquirable without an append to the log (:class:`RecordsFreed`):
-        a next fetch offset moved back (records released, locks expired) or a full in-flight
-        window got room."""
+    def _freed_partitions(self, before: dict[TP, tuple[int, bool]]) -> tuple[TP, ...]:
+        """The share-partitions whose records became acquirable without an append to the log
+        (:class:`RecordsFreed`): a next fetch offset moved back (records released, locks expired)
+        or a full in-flight window got room."""
         assert self._state is not None
+        out = []
         for key, (nfo, could) in before.items():
             sp = self._state.partitions.get(key)
             if sp is not None and (sp.next_fetch_offset() < nfo or (not could and sp.can_acquire_records())):
-                return True
-        return False
+                out.append(key)
+        return tuple(out)
 
     def _durable(self, events: list[DomainEvent], results: list[AppendResult] | PersistError,
                  then: Callable[[], None], fail: Callable[[str, str], None]) -> None:

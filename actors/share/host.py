@@ -108,13 +108,13 @@ class _Route:
 class _Setup:
     """Host-internal: the coordinator's configuration and the objects it shares with the host
     thread (``routes``: group id → address of a recovered actor, read by the endpoints;
-    ``on_freed(group_id)``: called on the host thread for each :class:`RecordsFreed`)."""
+    ``on_freed(group_id, partitions)``: called on the host thread for each :class:`RecordsFreed`)."""
 
     config: dict
     journal: Any
     timer: Any
     routes: dict
-    on_freed: Callable[[str], None]
+    on_freed: Callable[[str, tuple[tuple[str, int], ...]], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +159,7 @@ class ShareCoordinatorActor(ActorTypeDispatcher):
     def receiveMsg_RecordsFreed(self, msg: RecordsFreed, sender: Any) -> None:
         """A child freed records: wake the ShareFetches of the group waiting in the purgatory."""
         try:
-            self._on_freed(msg.group_id)
+            self._on_freed(msg.group_id, msg.partitions)
         except Exception:  # a listener's bug must not stop the coordinator
             log.exception("share coordinator: waking the fetches of %s failed", msg.group_id)
 
@@ -332,10 +332,11 @@ class ShareGroupHost:
         #: group id → address of its recovered actor; written by the coordinator on the host
         #: thread, read there by the endpoints (:meth:`ask`) and by :meth:`running` (a dict read)
         self._routes: dict[str, Any] = {}
-        #: called (on the host thread) with a group id whose records were freed (:class:`RecordsFreed`)
-        self.on_records_freed: Callable[[str], None] = lambda _g: None
+        #: called (on the host thread) with a group id whose records were freed and the
+        #: ``(topic id, partition)`` pairs they were freed in (:class:`RecordsFreed`)
+        self.on_records_freed: Callable[[str, tuple[tuple[str, int], ...]], None] = lambda _g, _p: None
         self.coordinator = self.system.create(ShareCoordinatorActor)
-        setup = _Setup(self.config, journal, self.system.timer, self._routes, lambda g: self.on_records_freed(g))
+        setup = _Setup(self.config, journal, self.system.timer, self._routes, lambda g, parts: self.on_records_freed(g, parts))
         r = self.system.ask(self.coordinator, setup, timeout_s)
         if not isinstance(r, Configured):
             raise RuntimeError(f"the share coordinator did not start: {r!r}")

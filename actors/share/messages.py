@@ -473,9 +473,12 @@ class RecordsFreed:
     acquisition lock expired, or the start offset moved so that the in-flight window
     (``group.share.partition.max.record.locks``) has room again. A waiting ShareFetch of the group
     should try again (Kafka completes its ``DelayedShareFetch`` on the same events). Sent when the
-    decision is made; the ShareFetch that follows is decided after it and answered once durable."""
+    decision is made; the ShareFetch that follows is decided after it and answered once durable.
+    ``partitions``: the ``(topic id, partition)`` share-partitions whose records were freed (only
+    fetches whose share session holds one of them can use them; empty: not known, any may)."""
 
     group_id: str
+    partitions: tuple[tuple[str, int], ...] = ()
 
 
 class Passivate(_Msg):

@@ -66,9 +66,9 @@ def state(asys, a):
     return asys.ask(a, m.GetShareGroupState(G), TIMEOUT)
 
 
-def record(asys, a, offset):
+def record(asys, a, offset, partition=0):
     """(state, delivery count, member) of one offset from the dumped partition snapshot."""
-    snap = state(asys, a).state["partitions"][f"{T}:0"]
+    snap = state(asys, a).state["partitions"][f"{T}:{partition}"]
     for first, last, batch_state, offsets in [(b[0], b[1], b[2], b[3]) for b in snap[-1]]:
         if first <= offset <= last:
             s = batch_state if offsets is None else dict(offsets)[offset]
@@ -225,15 +225,6 @@ def test_final_epoch_releases_records(asys, sqlite_url, frozen):
     assert fetch(asys, a, "m1", 2, [(2, 9)]).error == "SHARE_SESSION_NOT_FOUND"
 
 
-def _record_of(asys, a, partition, offset):
-    snap = state(asys, a).state["partitions"][f"{T}:{partition}"]
-    for first, last, batch_state, offsets in [(b[0], b[1], b[2], b[3]) for b in snap[-1]]:
-        if first <= offset <= last:
-            s = batch_state if offsets is None else dict(offsets)[offset]
-            return s[0], s[1], s[2]
-    return None
-
-
 def test_a_member_keeps_one_session_per_node_and_a_final_epoch_releases_only_its_own(asys, sqlite_url, frozen):
     """A client holds a share session with each broker it fetches from; on a cluster the group's
     actor sees the forwarded ones under the forwarding node (session_node). Their epochs are
@@ -249,12 +240,12 @@ def test_a_member_keeps_one_session_per_node_and_a_final_epoch_releases_only_its
     q1 = m.ShareFetchPartition(T, 1, fetch_offset=0, log_batches=((0, 4),), high_watermark=5)
     r = asys.ask(a, m.ShareFetchCmd(G, "m1", 1, (q1,), session_node=2), TIMEOUT)
     assert r.error == "NONE" and r.partitions[0].acquired == ((0, 4, 1),)
-    assert _record_of(asys, a, 0, 3)[0] == 1 and _record_of(asys, a, 1, 3)[0] == 1  # both ACQUIRED
+    assert record(asys, a, 3, 0)[0] == 1 and record(asys, a, 3, 1)[0] == 1  # both ACQUIRED
     # node 2's session closes: its partition's records go back, the other session's stay
     r = asys.ask(a, m.ShareAcknowledgeCmd(G, "m1", -1, (), session_node=2), TIMEOUT)
     assert r.error == "NONE", r
-    assert _record_of(asys, a, 1, 3) == (0, 0, "")
-    assert _record_of(asys, a, 0, 3) == (1, 1, "m1")
+    assert record(asys, a, 3, 1) == (0, 0, "")
+    assert record(asys, a, 3, 0) == (1, 1, "m1")
     # the member's own session goes on at its own epoch; node 2's is gone
     assert fetch(asys, a, "m1", 2, [], hw=10, partition=0).error == "NONE"
     assert asys.ask(a, m.ShareFetchCmd(G, "m1", 2, (q1,), session_node=2), TIMEOUT).error == "SHARE_SESSION_NOT_FOUND"

@@ -70,7 +70,8 @@ def test_a_release_and_an_expired_lock_wake_the_purgatory_but_an_accept_does_not
     freed: list[str] = []
     woke = threading.Event()
 
-    def on_freed(group: str) -> None:
+    def on_freed(group: str, partitions: tuple) -> None:
+        assert partitions == ((T, 0),)  # the share-partition whose records were freed
         freed.append(group)
         woke.set()
 

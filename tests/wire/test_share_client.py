@@ -44,7 +44,7 @@ class RecordingGateway:
     def __init__(self, reply):
         self.reply = reply
         self.sent: list = []
-        self.on_records_freed = lambda group: None
+        self.on_records_freed = lambda group, parts: None
 
     def ask(self, group, msg, timeout_s=None):
         self.sent.append(msg)

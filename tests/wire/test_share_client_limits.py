@@ -51,7 +51,7 @@ class Gateway:
         self.reply = reply
         self.live = set(live)
         self.sent: list[tuple[str, object]] = []
-        self.on_records_freed = lambda group: None
+        self.on_records_freed = lambda group, parts: None
 
     def ask(self, group, msg, timeout_s=None):
         if group not in self.live:

@@ -31,8 +31,19 @@ G = "g"
 
 @pytest.fixture()
 def env(tmp_path):
+    yield from _env(tmp_path, 1000)
+
+
+@pytest.fixture()
+def env_long_locks(tmp_path):
+    """As ``env`` with 60 s acquisition locks: no lock expires during a test, so nothing but
+    what the test does frees records."""
+    yield from _env(tmp_path, 60_000)
+
+
+def _env(tmp_path, lock_ms: int):
     cfg = {"event.log.url": f"sqlite:///{tmp_path}/events.db", "event.log.sqlite.synchronous": "NORMAL",
-           "group.share.record.lock.duration.ms": "1000", "group.share.min.record.lock.duration.ms": "1000"}
+           "group.share.record.lock.duration.ms": str(lock_ms), "group.share.min.record.lock.duration.ms": "1000"}
     host = ShareGroupHost(cfg)
     logs = LogRegistry(str(tmp_path / "logs"))
     sc = ShareClient(host, Controller(), logs, cfg)
@@ -48,14 +59,15 @@ def _produce(logs: LogRegistry, partition: int, *values: bytes) -> None:
 
 
 class Member:
-    """One share consumer: joins, opens its session on both partitions, then fetches."""
+    """One share consumer: joins, opens its session on ``partitions`` (both by default), then
+    fetches."""
 
-    def __init__(self, sc: ShareClient, name: str) -> None:
+    def __init__(self, sc: ShareClient, name: str, partitions: tuple[int, ...] = (0, 1)) -> None:
         self.sc, self.epoch = sc, 0
         hb = sc.heartbeat(G, name, 0, None, ["t"], "c", "h")
         assert hb.error is None, hb
         self.id = hb.member_id
-        r = sc.fetch(G, self.id, 0, [(TID, 0), (TID, 1)], [], [], 500, 0)
+        r = sc.fetch(G, self.id, 0, [(TID, p) for p in partitions], [], [], 500, 0)
         assert r.error is None, r
         self.epoch = 1
         self.got: list[tuple[int, int, int]] = []  # (partition, first, delivery count)
@@ -156,6 +168,26 @@ def test_a_release_by_another_member_ends_the_wait_with_the_released_records(env
     th, out = _waiting(b, logs)
     a.acknowledge(0, 0, 2, 2)  # RELEASE
     assert _answered(th) and out == [[(0, 0, 2, 2)]]
+
+
+def test_records_freed_in_a_partition_wake_a_fetch_whose_session_holds_it(env_long_locks):
+    """Sessions that hold different partitions (a client keeps one per broker it fetches from):
+    records released in partition 1 must wake the fetch waiting on partition 1, even when a
+    fetch whose session holds only partition 0 has waited longer. Waking that one instead loses
+    the wake-up: it finds nothing to acquire and has nothing to hand on."""
+    sc, logs, _ = env_long_locks
+    a, b, c = Member(sc, "a", (0,)), Member(sc, "b", (1,)), Member(sc, "c", (1,))
+    _produce(logs, 0, b"p0")
+    _produce(logs, 1, b"p1")
+    assert a.fetch(0) == [(0, 0, 0, 1)]  # a holds partition 0's record
+    assert c.fetch(0) == [(1, 0, 0, 1)]  # c holds partition 1's record
+    ta, out_a = _waiting(a, logs)  # the longest waiter of the group
+    tb, out_b = _waiting(b, logs)
+    c.acknowledge(1, 0, 0, 2)  # RELEASE in partition 1
+    assert _answered(tb) and out_b == [[(1, 0, 0, 2)]]
+    assert ta.is_alive() and out_a == []  # nothing for a: it keeps waiting
+    _produce(logs, 0, b"more")
+    assert _answered(ta) and out_a == [[(0, 1, 1, 1)]]
 
 
 def test_a_closed_share_session_ends_the_wait(env):
