@@ -14,6 +14,11 @@ every 40th record once), one implicit — consume 3,000 records. Asserted:
 * a released record comes back with a higher delivery count;
 * no consumer saw an error; the group has both members in ShareGroupDescribe.
 
+Then the group's coordinator node is SIGKILLed (all its processes) while two ShareConsumers
+drain 60,000 records, and restarted 5 s later: consumption goes on, every record is accepted,
+and a record is accepted again only on a later delivery (a higher delivery count: its first
+acknowledgement died with the coordinator; share groups deliver at least once, KIP-932).
+
 Only properties are asserted; every wait is a generous bound.
 """
 
@@ -87,3 +92,53 @@ def test_share_consumers_read_partitions_led_by_every_node(daemon_factory, pg_ur
             assert earlier["act"] == "release" and later["dc"] > earlier["dc"], f"{v}: {rs}"
     assert {r["p"] for r in logs if "p" in r} == set(range(PARTITIONS))
     assert any(r["act"] == "release" for r in logs if "act" in r), "nothing was released"
+
+
+def test_share_consumers_go_on_when_the_coordinator_node_is_sigkilled(daemon_factory, pg_url, tmp_path: Path):
+    group = "failover-workers"
+    cl = Cluster(daemon_factory, pg_url, tmp_path)
+    assert wait_for(lambda: all((md := cl.metadata(n)) is not None and sorted(md.brokers) == [1, 2, 3] for n in (1, 2, 3)), 60)
+    bs = cl.bootstrap()
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[TOPIC].result(30)
+    assert wait_for(cl.all_in_sync, 60)
+    coordinator = coordinator_node(group, [1, 2, 3])
+    set_group_config(bs, group, "share.auto.offset.reset", "earliest")
+    set_group_config(bs, group, "share.record.lock.duration.ms", "15000")
+    values = [f"v{i}" for i in range(60_000)]
+    acked = produce(bs, TOPIC, values)
+    assert len(acked) == len(values)
+    base = {"bootstrap": bs, "group": group, "topic": TOPIC, "idle_exit_s": 20, "max_s": 200, "conf": {"max.poll.records": 50}}
+    procs = [start_worker(tmp_path, f"w{i}", dict(base, mode="explicit")) for i in range(2)]
+    try:
+        def deliveries() -> int:
+            return sum(1 for _p, lg in procs for r in read_log(lg) if "v" in r)
+
+        assert wait_for(lambda: deliveries() >= 5_000, 90, 0.05), "the consumers did not start"
+        cl.kill(coordinator)
+        killed_at = deliveries()
+        assert killed_at < len(values), "everything was consumed before the kill: the test would prove nothing"
+        import time
+
+        time.sleep(5)
+        cl.start(coordinator)
+        for p, _lg in procs:
+            p.wait(300)
+    finally:
+        for p, _lg in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+
+    by_value: dict[str, list[dict]] = collections.defaultdict(list)
+    for _p, lg in procs:
+        for r in read_log(lg):
+            if "v" in r:
+                by_value[r["v"]].append(r)
+    missing = sorted(set(values) - {v for v, rs in by_value.items() if any(r["act"] == "accept" for r in rs)}, key=lambda v: int(v[1:]))
+    assert not missing, f"{len(missing)} records never accepted after the coordinator's SIGKILL (killed after {killed_at} deliveries), e.g. {missing[:5]}"
+    for v, rs in by_value.items():
+        dcs = [r["dc"] for r in rs]
+        assert len(set(dcs)) == len(dcs), f"{v} delivered twice with the same delivery count: {rs}"
+        first = min(rs, key=lambda r: r["dc"])
+        assert (first["p"], first["o"]) == acked[v]
