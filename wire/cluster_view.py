@@ -52,6 +52,20 @@ class PartitionState:
     partition_epoch: int
 
 
+def requested_partition_state(view: "ClusterView", topic: str, partition: int, current_leader_epoch: int) -> PartitionState | None:
+    """``view``'s registration of ``topic``-``partition`` for a request that carries
+    ``current_leader_epoch`` (-1: none). An epoch above the image's, or one for a partition the
+    image lacks, means the requester has read further in the metadata log than this node (a
+    follower told of a new partition or leader a moment before its leader): the image catches up
+    first (:meth:`ClusterView.catch_up`), or the follower would back off
+    ``replica.fetch.backoff.ms`` for nothing. ``None`` when the partition is still unknown."""
+    ps = view.partition_state(topic, partition)
+    if current_leader_epoch >= 0 and (ps is None or current_leader_epoch > ps.leader_epoch):
+        view.catch_up()
+        ps = view.partition_state(topic, partition)
+    return ps
+
+
 class ClusterView(Protocol):
     """The broker's metadata image and its controller channel. Thread-safe."""
 

@@ -51,7 +51,7 @@ from actors.controller.messages import BrokerHeartbeatReply, BrokerHeartbeatRequ
 from actors.controller.state import PartitionResult
 from events.controller import BrokerEndpoint
 from wire.cluster import BrokerLifecycle, ClusterMetadata, RpcError
-from wire.cluster_view import StaticClusterView, coordinator_node
+from wire.cluster_view import StaticClusterView, coordinator_node, requested_partition_state
 from wire.forwarding import FORWARDED_APIS, ForwardedConnection, ShareForwarder, serve_envelope
 from wire.dispatch import API_NAMES, CLUSTER_APIS, SUPPORTED, KafkaDispatcher
 from wire.entities import error_name
@@ -282,9 +282,7 @@ class ShoalBackend:
         makes it catch up with the controller stream first: the requester learnt of the partition
         from that stream); on a single node the controller's topic cache."""
         if self.clustered:
-            if self.cluster.partition_state(topic, partition) is None and current_leader_epoch >= 0:
-                self.cluster.catch_up()
-            return self.cluster.partition_state(topic, partition) is not None
+            return requested_partition_state(self.cluster, topic, partition, current_leader_epoch) is not None
         return self.controller.partition_count(topic) > partition >= 0
 
     def produce(self, topic: str, partition: int, records: bytes, acks: int) -> ProduceResult:

@@ -118,7 +118,6 @@ class ShareForwarder:
         self._idle: dict[tuple[str, int], list[BrokerChannel]] = {}
         self._lock = threading.Lock()
         self._closed = False
-        self.forwarded = 0  # requests forwarded (status, tests)
 
     def target(self, request: DecodedRequest) -> int | None:
         """The node to forward ``request`` to, or ``None`` to serve it here (not a share request,
@@ -159,7 +158,6 @@ class ShareForwarder:
         if not isinstance(resp, EnvelopeResponse) or int(resp.error_code.value) or resp.response_data is None:
             log.info("node %d refused a forwarded request: %s", node, getattr(resp, "error_code", resp))
             return None
-        self.forwarded += 1
         return frame(bytes(resp.response_data))
 
     def _take(self, ep: tuple[str, int]) -> BrokerChannel:

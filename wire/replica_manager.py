@@ -39,7 +39,7 @@ from actors.controller.replication import (
     update_follower_fetch,
 )
 from store.log.log import PartitionLog
-from wire.cluster_view import ClusterView, PartitionState
+from wire.cluster_view import ClusterView, PartitionState, requested_partition_state
 
 __all__ = ["ReplicaManager"]
 
@@ -196,13 +196,7 @@ class ReplicaManager:
         above the image's, or for a partition the image lacks, first makes the image catch up
         with the metadata log (:meth:`~wire.cluster_view.ClusterView.catch_up`): the requester
         learnt it from that log, so this node is behind, not the requester."""
-        ps = self.view.partition_state(topic, partition)
-        if current_leader_epoch >= 0 and (ps is None or current_leader_epoch > ps.leader_epoch):
-            # the requester has seen a registration this image has not (a follower told of a new
-            # partition or leader a moment before this node): fold the metadata log first, or
-            # the follower backs off replica.fetch.backoff.ms for nothing
-            self.view.catch_up()
-            ps = self.view.partition_state(topic, partition)
+        ps = requested_partition_state(self.view, topic, partition, current_leader_epoch)
         if ps is None:
             return "UNKNOWN_TOPIC_OR_PARTITION", -1
         err = check_leader_epoch(ps.leader_epoch, current_leader_epoch)
