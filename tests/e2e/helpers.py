@@ -246,6 +246,18 @@ def describe_share_group(port: int, group: str) -> Any:
     return decode_response(resp, 77, 1)[1].groups[0]
 
 
+def share_members_reconciled(port: int, group: str, members: int) -> bool:
+    """True when ShareGroupDescribe on ``port`` shows ``group`` with exactly ``members`` members,
+    each holding partitions and each at the group's assignment epoch: every member has been sent
+    the current target assignment in a heartbeat response. Until then a member that joined first
+    may still fetch partitions the target has moved to another member (Kafka does not check a
+    ShareFetch against the assignment), so a test that needs each consumer to see its own
+    partitions waits for this before it produces."""
+    g = describe_share_group(port, group)
+    return (g.error_code == 0 and len(g.members) == members
+            and all(mb.assignment.topic_partitions and mb.member_epoch == g.assignment_epoch for mb in g.members))
+
+
 def list_offsets(port: int, topic: str, partition: int, timestamp: int, version: int = 9) -> tuple[int, int]:
     """ListOffsets over a raw socket (for -4 earliest-local / -5 latest-tiered, which
     confluent-kafka's AdminClient cannot ask). Returns ``(error_code, offset)``."""

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.e2e.helpers import describe_share_group, produce, read_log, set_group_config, start_worker, wait_for
+from tests.e2e.helpers import produce, read_log, set_group_config, share_members_reconciled, start_worker, wait_for
 from tests.e2e.test_cluster_e2e import PARTITIONS, TOPIC, Cluster
 from wire.cluster_view import coordinator_node
 
@@ -58,11 +58,7 @@ def test_share_consumers_read_partitions_led_by_every_node(daemon_factory, pg_ur
     a, a_log = start_worker(tmp_path, "explicit", dict(base, mode="explicit", release_every=40, release_until=2))
     b, b_log = start_worker(tmp_path, "implicit", dict(base, mode="implicit"))
     try:
-        def both_assigned() -> bool:
-            g = describe_share_group(cl.ports[coordinator][0], GROUP)
-            return g.error_code == 0 and len(g.members) == 2 and all(mb.assignment.topic_partitions for mb in g.members)
-
-        assert wait_for(both_assigned, 60), "the two consumers did not both get partitions"
+        assert wait_for(lambda: share_members_reconciled(cl.ports[coordinator][0], GROUP, 2), 60), "the two consumers did not both get partitions"
         acked = produce(bs, TOPIC, values)
         assert len(acked) == len(values)
         for p in (a, b):

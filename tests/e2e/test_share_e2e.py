@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import SHARED_OVERRIDES, session_pids
-from tests.e2e.helpers import create_topic, describe_share_group, list_offsets, produce, raw_request, read_log, set_group_config, start_worker, wait_for
+from tests.e2e.helpers import create_topic, describe_share_group, list_offsets, produce, raw_request, read_log, set_group_config, share_members_reconciled, start_worker, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -46,11 +46,7 @@ def test_share_groups_explicit_and_implicit_consumers_accept_every_record_once(s
     a, a_log = start_worker(tmp_path, "explicit", dict(base, mode="explicit", release_every=50, release_until=2, reject_every=97))
     b, b_log = start_worker(tmp_path, "implicit", dict(base, mode="implicit"))
 
-    def both_assigned() -> bool:
-        g = describe_share_group(shared_daemon.port, "workers")
-        return g.error_code == 0 and len(g.members) == 2 and all(mb.assignment.topic_partitions for mb in g.members)
-
-    assert wait_for(both_assigned, 30), "the two consumers did not both get partitions"
+    assert wait_for(lambda: share_members_reconciled(shared_daemon.port, "workers", 2), 30), "the two consumers did not both get partitions"
     acked = produce(bs, "orders", values)  # produced once both members hold partitions
     assert len(acked) == 10_000
     _finish([a, b])
