@@ -29,7 +29,9 @@ Parts (``--part NAME``, repeatable; default all, in this order, on one cluster):
   every node), consumed by 2 ShareConsumers of one group (``bench.e2e``'s consumer script:
   ACCEPT each record, ``commit_async()`` per poll): accepted records/s from the first delivery to
   the last ACCEPT. The partitions the group's coordinator does not lead are served through
-  forwarding (``wire/forwarding.py``); ``coordinator`` and ``leaders`` say which.
+  forwarding (``wire/forwarding.py``); ``coordinator`` and ``leaders`` say which. Run with RF 3
+  (``share``) and RF 1 (``share_rf1``: the coordinator keeps no replica of the partitions it does
+  not lead and reads them from their leaders, ``wire/leader_reads.py``); ``--share-rf`` picks.
 * ``catchup``: one follower node is stopped (SIGTERM), ``--catchup-mb`` (200) MB are written in
   10 KiB records (acks=all, ISR of 2), the node is restarted: ``catchup_mb_per_s`` = the bytes its
   logs lacked / the time from the restarted daemon answering ApiVersions until its log files are
@@ -72,15 +74,16 @@ def _pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p * len(s)))]
 
 
-def _new_topic(cl: ce.Cluster, topic: str) -> None:
-    """Create ``topic`` (3 partitions, RF=3, min.insync.replicas=2) and wait for full ISRs."""
+def _new_topic(cl: ce.Cluster, topic: str, rf: int = 3) -> None:
+    """Create ``topic`` (3 partitions, replication factor ``rf``, min.insync.replicas=min(2, rf))
+    and wait for full ISRs."""
     a = AdminClient({"bootstrap.servers": cl.bootstrap()})
-    a.create_topics([NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[topic].result(60)
+    a.create_topics([NewTopic(topic, PARTITIONS, rf, config={"min.insync.replicas": str(min(2, rf))})])[topic].result(60)
 
     def ready() -> bool:
         md = cl.metadata()
         t = md.topics.get(topic) if md is not None else None
-        return t is not None and t.error is None and len(t.partitions) == PARTITIONS and all(len(p.isrs) == 3 for p in t.partitions.values())
+        return t is not None and t.error is None and len(t.partitions) == PARTITIONS and all(len(p.isrs) == rf for p in t.partitions.values())
 
     assert wait_for(ready, 60), f"{topic} never got full ISRs"
 
@@ -189,14 +192,16 @@ def part_failover(cl: ce.Cluster, kills: int) -> dict:
     }
 
 
-def part_share(cl: ce.Cluster, records: int) -> dict:
-    """Share-group consumption on the cluster: 2 ShareConsumers drain ``records`` from 3 partitions."""
+def part_share(cl: ce.Cluster, records: int, rf: int = 3) -> dict:
+    """Share-group consumption on the cluster: 2 ShareConsumers drain ``records`` from 3 partitions
+    of replication factor ``rf`` (1: the coordinator reads the partitions it does not lead from
+    their leaders, ``wire/leader_reads.py``)."""
     from bench.e2e import _drain_rate, _run_consumers
     from tests.e2e.helpers import set_group_config
     from wire.cluster_view import coordinator_node
 
-    topic = group = "shared"
-    _new_topic(cl, topic)
+    topic = group = f"shared-rf{rf}"
+    _new_topic(cl, topic, rf)
     set_group_config(cl.bootstrap(), group, "share.auto.offset.reset", "earliest")
     md = cl.metadata()
     leaders = {p.id: p.leader for p in md.topics[topic].partitions.values()} if md is not None else {}
@@ -204,7 +209,7 @@ def part_share(cl: ce.Cluster, records: int) -> dict:
                          "connect-first", f"partitions={PARTITIONS}"], capture_output=True, text=True, timeout=900, cwd=str(ROOT))
     produced = float(pr.stdout.strip().splitlines()[-1]) if pr.stdout.strip() else -1.0
     res = _run_consumers(cl.bootstrap(), topic, group, 2, idle_exit_s=5.0)
-    return {"records": records, "consumers": 2, "partitions": PARTITIONS, "coordinator": coordinator_node(group, [1, 2, 3]),
+    return {"records": records, "consumers": 2, "partitions": PARTITIONS, "replication_factor": rf, "coordinator": coordinator_node(group, [1, 2, 3]),
             "leaders": leaders, "produce_records_per_s": round(produced), **_drain_rate(res)}
 
 
@@ -284,6 +289,7 @@ def main() -> None:
     ap.add_argument("--kills", type=int, default=20)
     ap.add_argument("--catchup-mb", type=int, default=200)
     ap.add_argument("--share-records", type=int, default=100_000)
+    ap.add_argument("--share-rf", type=int, action="append", help="replication factors of the share part (default 3 and 1)")
     args = ap.parse_args()
     parts = args.part or ["throughput", "latency", "failover", "share", "catchup"]
 
@@ -308,7 +314,8 @@ def main() -> None:
             if "failover" in parts:
                 result["failover"] = part_failover(cl, args.kills)
             if "share" in parts:
-                result["share"] = part_share(cl, args.share_records)
+                for rf in args.share_rf or [3, 1]:
+                    result["share" if rf == 3 else f"share_rf{rf}"] = part_share(cl, args.share_records, rf)
             if "catchup" in parts:
                 result["catchup"] = part_catchup(cl, args.catchup_mb)
         finally:

@@ -134,6 +134,48 @@ class BrokerChannel:
                 pass
 
 
+class ChannelPool:
+    """Pooled :class:`BrokerChannel`s per endpoint, for requests from many threads at once (one
+    request in flight per channel: a long poll holds its channel, so the pool grows to the
+    requests in flight). ``client_id`` and ``timeout_ms`` are the new channels'. Thread-safe."""
+
+    def __init__(self, client_id: str, timeout_ms: int = 30_000) -> None:
+        self.client_id = client_id
+        self.timeout_ms = timeout_ms
+        self._idle: dict[tuple[str, int], list[BrokerChannel]] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def take(self, endpoint: tuple[str, int]) -> BrokerChannel:
+        """An idle channel to ``endpoint`` ``(host, port)``, or a new one; hand it back with
+        :meth:`give_back`."""
+        with self._lock:
+            idle = self._idle.get(endpoint)
+            if idle:
+                return idle.pop()
+        return BrokerChannel(endpoint[0], endpoint[1], self.client_id, self.timeout_ms)
+
+    def give_back(self, ch: BrokerChannel, ok: bool) -> None:
+        """Return ``ch`` to the pool; ``ok`` False (its request failed) closes it instead."""
+        if not ok:
+            ch.close()
+            return
+        with self._lock:
+            if not self._closed:
+                self._idle.setdefault((ch.host, ch.port), []).append(ch)
+                return
+        ch.close()
+
+    def close(self) -> None:
+        """Close the idle channels; channels handed back later are closed."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, {}
+        for chans in idle.values():
+            for ch in chans:
+                ch.close()
+
+
 def inter_broker_endpoint(reg: BrokerRegistration) -> BrokerEndpoint | None:
     """The endpoint other nodes use to reach ``reg``'s broker: its first PLAINTEXT listener."""
     return next((e for e in reg.endpoints if e.security_protocol == "PLAINTEXT"), None)

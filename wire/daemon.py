@@ -53,6 +53,7 @@ from events.controller import BrokerEndpoint
 from wire.cluster import BrokerLifecycle, ClusterMetadata, RpcError
 from wire.cluster_view import StaticClusterView, coordinator_node, requested_partition_state
 from wire.forwarding import FORWARDED_APIS, ForwardedConnection, ShareForwarder, serve_envelope
+from wire.leader_reads import LeaderReads
 from wire.dispatch import API_NAMES, CLUSTER_APIS, SUPPORTED, KafkaDispatcher
 from wire.entities import error_name
 from wire.gateway import ActorGateway
@@ -650,6 +651,10 @@ class Daemon:
                 cluster, backend = self.cluster, self.backend
                 forwarder = ShareForwarder(backend.node_id, lambda g: coordinator_node(g, cluster.live_brokers()), cluster.broker_endpoint,
                                            int(self.cfg.get("controller.socket.timeout.ms", "30000")))
+                # a share group's coordinator reads the partitions it keeps no replica of from their leader
+                fc, view_ = FetcherConfig.from_config(self.cfg), self.logs.cluster
+                self.logs.leader_reads = LeaderReads(lambda t, p: ps.leader if (ps := view_.partition_state(t, p)) is not None else -1,
+                                                     view_.broker_endpoint, self.logs.waits, backend.node_id, fc.wait_max_ms, fc.socket_timeout_ms)
             dispatcher = _Dispatcher(self.backend, self.gateway, self.cfg.get("auto.create.topics.enable", "true").lower() == "true", authorizer, clustered,
                                      self.share_host, forwarder)
             self.dispatcher = dispatcher
@@ -1071,6 +1076,8 @@ class Daemon:
         forwarder = getattr(getattr(self, "dispatcher", None), "forwarder", None)
         if forwarder is not None:
             forwarder.close()
+        if self.logs is not None and self.logs.leader_reads is not None:
+            self.logs.leader_reads.close()
         if self.fetchers is not None:
             try:
                 self.fetchers.close()

@@ -10,19 +10,20 @@ stream folded by one ``ShareGroupActor``, which runs on the group's coordinator 
 it does not coordinate forwards it, as it came from the client (header, body), inside an
 ``EnvelopeRequest`` (``request_data``; ``request_principal``: the client's principal as
 ``User:<name>`` UTF-8; ``client_host_address``: the client's IPv4/IPv6 address bytes) to the
-coordinator, over a pooled :class:`wire.cluster.BrokerChannel`, and returns the inner response
+coordinator, over a pooled :class:`wire.cluster.BrokerChannel` (:class:`wire.cluster.ChannelPool`), and returns the inner response
 (``EnvelopeResponse.response_data``) to the client unchanged. The coordinator runs the inner
 request with the client's principal (ACLs are checked there) and keys the client's share session
 by the member *and* the forwarding node (a client keeps one session per broker,
 :mod:`actors.share.sessions`); it acquires from its own replica of each partition, up to that
-replica's high watermark (:meth:`wire.logs.LogRegistry.batch_bounds` with ``any_replica``).
+replica's high watermark, or — keeping none — from the partition's leader with Fetch
+(:meth:`wire.logs.LogRegistry.share_read`, :mod:`wire.leader_reads`).
 
 Deviations from Kafka: Envelope is a broker→controller request there (KIP-590); here it also
 carries share requests broker→coordinator. Its principal is ``User:<name>`` text, not Kafka's
 serialized ``KafkaPrincipal``. The forwarding node's id travels in the Envelope's header
-``client_id`` (``shoal-forward-<node id>``). The coordinator must keep a replica of the partition
-(true whenever the replication factor equals the number of nodes); otherwise the partition is
-answered NOT_LEADER_OR_FOLLOWER.
+``client_id`` (``shoal-forward-<node id>``). A coordinator without a replica of the partition reads
+it over the network from its leader (:mod:`wire.leader_reads`), where Kafka's share-partition
+leader reads its own log.
 
 Only nodes of a cluster serve Envelope; with an authorizer on it needs CLUSTER_ACTION on the
 cluster, as Kafka's ``ControllerApis.handleEnvelopeRequest`` requires.
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import ipaddress
 import logging
-import threading
 from typing import Any, Callable
 
 from kio.schema.envelope.v0.request import EnvelopeRequest
@@ -41,7 +41,7 @@ from kio.schema.errors import ErrorCode
 
 from actors.controller.acls import CLUSTER_NAME
 from wire.authz import allowed
-from wire.cluster import BrokerChannel, RpcError
+from wire.cluster import ChannelPool, RpcError
 from wire.entities import error_code
 from wire.protocol import DecodedRequest, UnsupportedRequest, FrameError, decode_request, encode_request, encode_response, frame, request_header
 from wire.quotas import parked
@@ -115,9 +115,7 @@ class ShareForwarder:
         self._coordinator = coordinator
         self._endpoint = endpoint
         self.timeout_ms = timeout_ms
-        self._idle: dict[tuple[str, int], list[BrokerChannel]] = {}
-        self._lock = threading.Lock()
-        self._closed = False
+        self.pool = ChannelPool(f"{_CLIENT_ID_PREFIX}{node_id}", timeout_ms)
 
     def target(self, request: DecodedRequest) -> int | None:
         """The node to forward ``request`` to, or ``None`` to serve it here (not a share request,
@@ -144,7 +142,7 @@ class ShareForwarder:
                               client_host_address=_host_bytes(getattr(conn, "peer", None)))
         max_wait = getattr(request.body, "max_wait", None)  # ShareFetch's MaxWaitMs (a timedelta)
         wait_ms = int(max_wait.total_seconds() * 1000) if max_wait is not None else 0
-        ch = self._take(ep)
+        ch = self.pool.take(ep)
         ok = False
         try:
             with parked():
@@ -154,37 +152,15 @@ class ShareForwarder:
             log.info("forwarding %s of group %s to node %d failed: %s", request.api_key, _group_of(request), node, exc)
             return None
         finally:
-            self._give_back(ep, ch, ok)
+            self.pool.give_back(ch, ok)
         if not isinstance(resp, EnvelopeResponse) or int(resp.error_code.value) or resp.response_data is None:
             log.info("node %d refused a forwarded request: %s", node, getattr(resp, "error_code", resp))
             return None
         return frame(bytes(resp.response_data))
 
-    def _take(self, ep: tuple[str, int]) -> BrokerChannel:
-        with self._lock:
-            idle = self._idle.get(ep)
-            if idle:
-                return idle.pop()
-        return BrokerChannel(ep[0], ep[1], f"{_CLIENT_ID_PREFIX}{self.node_id}", self.timeout_ms)
-
-    def _give_back(self, ep: tuple[str, int], ch: BrokerChannel, ok: bool) -> None:
-        if not ok:
-            ch.close()
-            return
-        with self._lock:
-            if self._closed:
-                ch.close()
-                return
-            self._idle.setdefault(ep, []).append(ch)
-
     def close(self) -> None:
         """Close the pooled channels."""
-        with self._lock:
-            self._closed = True
-            idle, self._idle = self._idle, {}
-        for chans in idle.values():
-            for ch in chans:
-                ch.close()
+        self.pool.close()
 
 
 def serve_envelope(req: DecodedRequest, conn: Any, supported: dict[int, tuple[int, int]], handle: Callable[[DecodedRequest, Any], Any],

@@ -30,6 +30,7 @@ from store.producer_state import InvalidProducerEpochError, OutOfOrderSequenceEr
 from wire.backend import FetchedPartition, ProduceResult
 from wire.cluster_view import ClusterView, StaticClusterView
 from wire.hw_checkpoints import HighWatermarkCheckpoints
+from wire.leader_reads import trim_batches
 from wire.replica_manager import ReplicaManager
 from wire.waits import WaitSet
 
@@ -83,6 +84,9 @@ class LogRegistry:
         self.on_drop: Callable[[PartitionLog], None] | None = None
         self.offset_by_timestamp: Callable[[PartitionLog, int], Any] | None = None
         self.cluster: ClusterView = cluster if cluster is not None else StaticClusterView(0)
+        #: a cluster node's :class:`wire.leader_reads.LeaderReads`: how a share group's
+        #: coordinator reads partitions it keeps no replica of (``None``: it cannot)
+        self.leader_reads: Any = None
         self.replicas = ReplicaManager(self.cluster, self.open, self._min_isr, self.notify, replica_lag_time_max_ms, clock or _now_ms)
 
     def use_cluster(self, cluster: ClusterView) -> None:
@@ -349,6 +353,64 @@ class LogRegistry:
             return [], b""
         bounds = [(h.base_offset, h.last_offset) for h in rb.iter_batches(r.records, verify_crc=False)]
         return bounds, r.records
+
+    def share_readable(self, topic: str, partition: int) -> bool:
+        """Whether a share group's coordinator on this node can acquire from ``topic``-``partition``:
+        it keeps a replica of it, or it reads it from its leader (:attr:`leader_reads`)."""
+        return self.leader_reads is not None or self.hosts(topic, partition)
+
+    def share_read(self, topic: str, partition: int, offset: int, max_bytes: int, max_records: int | None = None,
+                   min_batches: int = 1) -> tuple[FetchedPartition, list[tuple[int, int]]]:
+        """What a share group's coordinator acquires from: the batches of ``topic``-``partition``
+        from ``offset`` (-1 or below the log start: from the log start) below the high
+        watermark, at most ``max_bytes`` and — with ``max_records``/``min_batches`` — as
+        :meth:`batch_bounds` limits them. Read from this node's replica (leader or follower:
+        :meth:`batch_bounds` with ``any_replica``) or, without one, from the partition's leader
+        with Fetch (:meth:`wire.leader_reads.LeaderReads.read`). Returns ``(FetchedPartition(error,
+        high watermark, log start offset, records), [(base offset, last offset)] of those
+        records)``; the error is NOT_LEADER_OR_FOLLOWER when no replica and no leader can be read."""
+        if self.hosts(topic, partition):
+            lg = self.open(topic, partition)
+            hw, lso = lg.high_watermark, lg.log_start_offset
+            start = max(offset, lso)
+            if start >= hw:
+                return FetchedPartition(None, hw, lso), []
+            bounds, data = self.batch_bounds(topic, partition, start, max_bytes, max_records, min_batches, any_replica=True)
+            return FetchedPartition(None, hw, lso, data), bounds
+        if self.leader_reads is None:
+            return FetchedPartition("NOT_LEADER_OR_FOLLOWER"), []
+        r = self.leader_reads.read(topic, partition, max(0, offset), max_bytes)
+        if r.error is not None:
+            return FetchedPartition(r.error, r.high_watermark, r.log_start_offset), []
+        data = trim_batches(r.records, max(offset, r.log_start_offset), max_records, min_batches)
+        return FetchedPartition(None, r.high_watermark, r.log_start_offset, data), [(h.base_offset, h.last_offset) for h in rb.iter_batches(data, verify_crc=False)]
+
+    def share_offsets(self, topic: str, partition: int) -> tuple[int, int]:
+        """``(log start offset, high watermark)`` of ``topic``-``partition`` for a share group's
+        coordinator that does not read it now (an acknowledgement-only partition): this node's
+        replica's, else the leader's (one small read); ``(-1, -1)`` when neither is known."""
+        if self.hosts(topic, partition):
+            lg = self.open(topic, partition)
+            return lg.log_start_offset, lg.high_watermark
+        fp, _ = self.share_read(topic, partition, -1, 1)
+        return (fp.log_start_offset, fp.high_watermark) if fp.error is None else (-1, -1)
+
+    def share_list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int]:
+        """ListOffsets for a share group's coordinator (``share.auto.offset.reset=by_duration``):
+        ``(error, offset)`` from this node when it leads ``topic``-``partition``, else from the
+        leader (:meth:`wire.leader_reads.LeaderReads.list_offset`)."""
+        err, off, _ts = self.list_offset(topic, partition, timestamp)
+        if err == "NOT_LEADER_OR_FOLLOWER" and self.leader_reads is not None:
+            return self.leader_reads.list_offset(topic, partition, timestamp)
+        return err, off
+
+    def watch_share(self, topic: str, partition: int, high_watermark: int) -> None:
+        """A share fetch is about to wait for ``topic``-``partition`` to grow past
+        ``high_watermark``: on a partition read from its leader, have the leader's progress bump
+        ``("partition", topic, partition)`` in :attr:`waits` (this node's appends and high
+        watermark moves bump it for a local replica, :meth:`notify`)."""
+        if self.leader_reads is not None and not self.hosts(topic, partition):
+            self.leader_reads.watch(topic, partition, high_watermark)
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int, int]:
         """ListOffsets on one partition → ``(error, offset, timestamp)`` (offset -1 if none);

@@ -244,9 +244,10 @@ class ShareClient:
         partition) lists; ``acks`` :class:`wire.backend.SharePartitionAck` list; ``acquire_mode``,
         ``batch_size`` and ``is_renew_ack`` are ShareFetch v1/v2's ``ShareAcquireMode``,
         ``BatchSize`` and ``IsRenewAck``. ``session_node``: the node the client holds this share
-        session with (-1: this one; see :mod:`wire.forwarding`). Partitions this node keeps no
-        replica of are answered NOT_LEADER_OR_FOLLOWER (the group's coordinator acquires from
-        its own replica of each partition)."""
+        session with (-1: this one; see :mod:`wire.forwarding`). The group's coordinator acquires
+        from its own replica of each partition, or from the partition's leader when it keeps none
+        (:meth:`wire.logs.LogRegistry.share_read`); a partition whose leader cannot be read is
+        answered NOT_LEADER_OR_FOLLOWER."""
         from actors.share.messages import ShareFetchCmd
 
         parts = self._session_after(group, member, epoch, wanted, forgotten, session_node)
@@ -259,7 +260,7 @@ class ShareClient:
             name = names.get(tid)
             if name is None or not 0 <= p < self.controller.partition_count(name):
                 unknown.append((tid, p))
-            elif (tid, p) in parts and not self.logs.hosts(name, p):
+            elif (tid, p) in parts and not self.logs.share_readable(name, p):
                 elsewhere.append((tid, p))
             else:
                 known.append((tid, p))
@@ -268,7 +269,8 @@ class ShareClient:
         deadline = time.monotonic() + max(0, max_wait_ms) / 1000
         limit = max_records if max_records > 0 else 500
         seen = self.logs.waits.versions(keys)  # before the log is read: a change after it ends a wait
-        read, msg_parts = self._read_partitions(group, epoch, known, parts, ack_by, names, limit)
+        read, msg_parts, failed = self._read_partitions(group, epoch, known, parts, ack_by, names, limit)
+        elsewhere += failed  # its leader could not be read (nor its acknowledgements applied): the client looks again
         cmd = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, tuple((str(t), p) for t, p in forgotten),
                             acquire_mode, is_renew_ack, batch_size, session_node=session_node)
         try:
@@ -294,12 +296,12 @@ class ShareClient:
         #: (topic id, partition) → [latest result, the read it was decided on]; acknowledgement
         #: outcomes come from the first attempt only (continuations carry none)
         results: dict[tuple[str, int], list[Any]] = {}
-        self._absorb(group, r, read, results, names)
+        hw_read = {(m_.topic_id, m_.partition): m_.high_watermark for m_ in msg_parts}
+        self._absorb(group, r, read, results, names, hw_read)
         # the purgatory: continuations on the session's partitions only (an acknowledgement-only
         # partition has nothing to acquire)
-        session = [k for k in known if k in parts]
+        session = [k for k in known if k in parts and k not in failed]  # a partition answered NOT_LEADER_OR_FOLLOWER stays out
         waits = epoch != -1 and not is_renew_ack and max_wait_ms > 0 and bool(session)
-        hw_read = {(m_.topic_id, m_.partition): m_.high_watermark for m_ in msg_parts}
         held: set = set()  # wake-ups this fetch holds: passed on unless its attempt used them up
         quick = 0  # attempts in a row that need no wait (a stale read, a by_duration reset)
         try:
@@ -322,7 +324,7 @@ class ShareClient:
                     if isinstance(woke, set):
                         held |= woke
                 seen = self.logs.waits.versions(keys)
-                read, msg_parts = self._read_partitions(group, epoch, session, parts, {}, names, limit)
+                read, msg_parts, _failed = self._read_partitions(group, epoch, session, parts, {}, names, limit)
                 hw_read = {(m_.topic_id, m_.partition): m_.high_watermark for m_ in msg_parts}
                 again = ShareFetchCmd(group, member, epoch, tuple(msg_parts), limit, (), acquire_mode, False, batch_size, True, session_node)
                 try:
@@ -331,9 +333,9 @@ class ShareClient:
                     break
                 if not isinstance(r, ShareFetchReply) or _err(r.error) or not r.partitions:
                     break  # the session moved on or the group is gone: answer what the first attempt had
-                self._absorb(group, r, read, results, names)
+                self._absorb(group, r, read, results, names, hw_read)
                 if not self._acquired_nothing(r):
-                    if held and not self._records_left(r, names):
+                    if held and not self._records_left(r, hw_read):
                         held.clear()  # it took all there was
                     break
         finally:
@@ -372,15 +374,17 @@ class ShareClient:
             nfo = pr.next_fetch_offset if pr.next_fetch_offset is not None else -1
             if hw is None or nfo < 0 or nfo >= hw:
                 keys.append(("partition", name, pr.partition))
+                self.logs.watch_share(name, pr.partition, -1 if hw is None else hw)  # read from its leader: the leader's progress wakes us
         return keys
 
-    def _records_left(self, r: Any, names: dict[str, str]) -> bool:
+    @staticmethod
+    def _records_left(r: Any, hw_read: dict[tuple[str, int], int]) -> bool:
         """Whether an attempt left acquirable records behind: a partition whose next fetch offset
-        is below its high watermark."""
+        is below the high watermark it was read up to (``hw_read``: (topic id, partition) → high
+        watermark)."""
         for pr in r.partitions:
-            name = names.get(pr.topic_id)
-            lg = self.logs.get(name, pr.partition) if name is not None and _err(pr.error) is None else None
-            if lg is not None and 0 <= (pr.next_fetch_offset if pr.next_fetch_offset is not None else -1) < lg.high_watermark:
+            hw = hw_read.get((pr.topic_id, pr.partition), -1)
+            if _err(pr.error) is None and 0 <= (pr.next_fetch_offset if pr.next_fetch_offset is not None else -1) < hw:
                 return True
         return False
 
@@ -391,41 +395,51 @@ class ShareClient:
         return not any(pr.acquired for pr in r.partitions) and any(_err(pr.error) is None for pr in r.partitions)
 
     def _read_partitions(self, group: str, epoch: int, known: list[tuple[str, int]], parts: set[tuple[str, int]],
-                         ack_by: dict, names: dict[str, str], max_records: int) -> tuple[dict, list]:
+                         ack_by: dict, names: dict[str, str], max_records: int) -> tuple[dict, list, list[tuple[str, int]]]:
         """For each known partition: the batch boundaries of the log from the share-partition's
         next fetch offset (as last answered; the log start when unknown) up to the high watermark
         — no further than the batch holding the ``max_records``-th offset (what the request may
-        acquire) — and the ``ShareFetchPartition`` to send. Returns ``(reads, message partitions)``."""
+        acquire) — and the ``ShareFetchPartition`` to send, read from this node's replica or the
+        partition's leader (:meth:`wire.logs.LogRegistry.share_read`). Returns ``(reads, message
+        partitions, failed)``: ``failed`` lists the partitions whose leader could not be read
+        (they are left out of the message, their acknowledgements too)."""
         from actors.share.messages import ShareFetchPartition as Part
 
         read: dict[tuple[str, int], tuple[list[tuple[int, int]], bytes]] = {}
         msg_parts = []
+        failed: list[tuple[str, int]] = []
         min_batches = _READ_BATCHES_PER_SESSION * max(1, self._sessions_of.get(group, 1))
         for tid, p in known:
             name = names[tid]
-            lg = self.logs.open(name, p)
-            hw, lso = lg.high_watermark, lg.log_start_offset
             nxt = self._next.get((group, tid, p), -1)
             batches: tuple[tuple[int, int], ...] | None = None
             if epoch != -1 and (tid, p) in parts:
                 # next fetch offset unknown (first fetch, restart): read from the log start; the
                 # actor filters batches below its next fetch offset and tells us where it is
-                start = max(nxt, lso) if nxt >= 0 else lso
-                if start < hw:
-                    bounds, data = self.logs.batch_bounds(name, p, start, _PARTITION_READ_BYTES, max_records, min_batches, any_replica=True)
-                    read[(tid, p)] = (bounds, data)
-                    batches = tuple(bounds)
-                else:
-                    batches = ()
+                fp, bounds = self.logs.share_read(name, p, nxt, _PARTITION_READ_BYTES, max_records, min_batches)
+                if fp.error is not None:
+                    failed.append((tid, p))
+                    continue
+                hw, lso = fp.high_watermark, fp.log_start_offset
+                if bounds:
+                    read[(tid, p)] = (bounds, fp.records)
+                batches = tuple(bounds)
+            else:
+                lso, hw = self.logs.share_offsets(name, p)
+                if hw < 0:
+                    failed.append((tid, p))
+                    continue
             reset = self._reset.pop((group, tid, p), None)
             msg_parts.append(Part(tid, p, ack_by.get((tid, p), ()), nxt, batches, lso, hw, reset))
-        return read, msg_parts
+        return read, msg_parts, failed
 
-    def _absorb(self, group: str, r: Any, read: dict, results: dict[tuple[str, int], list[Any]], names: dict[str, str]) -> None:
+    def _absorb(self, group: str, r: Any, read: dict, results: dict[tuple[str, int], list[Any]], names: dict[str, str],
+                hw_read: dict[tuple[str, int], int]) -> None:
         """Take one attempt's reply in: remember each partition's next fetch offset (or where to
         read again), resolve a ``by_duration`` reset timestamp with ListOffsets for the next
-        attempt, and keep the partition's latest result with the read it was decided on (the
-        first attempt's acknowledgement outcome stays)."""
+        attempt (the high watermark read, ``hw_read``, when no record is that recent), and keep
+        the partition's latest result with the read it was decided on (the first attempt's
+        acknowledgement outcome stays)."""
         for pr in r.partitions:
             key = (group, pr.topic_id, pr.partition)
             if pr.refetch_from is not None:
@@ -435,10 +449,10 @@ class ShareClient:
             if pr.reset_timestamp_ms is not None and names.get(pr.topic_id):
                 # by_duration: resolve the timestamp here (ListOffsets semantics; the log end when
                 # no record is that recent) for the next attempt
-                err, off, _ts = self.logs.list_offset(names[pr.topic_id], pr.partition, int(pr.reset_timestamp_ms))
-                if err is None:
-                    lg_ = self.logs.open(names[pr.topic_id], pr.partition)
-                    self._reset[key] = off if off >= 0 else lg_.high_watermark
+                err, off = self.logs.share_list_offset(names[pr.topic_id], pr.partition, int(pr.reset_timestamp_ms))
+                hw = hw_read.get((pr.topic_id, pr.partition), -1)
+                if err is None and (off >= 0 or hw >= 0):
+                    self._reset[key] = off if off >= 0 else hw
             tp = (pr.topic_id, pr.partition)
             prev = results.get(tp)
             ack_error = _err(pr.acknowledge_error) if prev is None else prev[2]
@@ -453,8 +467,7 @@ class ShareClient:
         if read is None or not read[0] or read[0][0][0] > lo or read[0][-1][1] < hi:
             if name is None:
                 return b""
-            r = self.logs.read(name, partition, lo, _PARTITION_READ_BYTES)
-            data = r.records
+            data = self.logs.share_read(name, partition, lo, _PARTITION_READ_BYTES)[0].records
         else:
             data = read[1]
         out = bytearray()

@@ -3,11 +3,13 @@ node leads it.
 
 A share consumer sends ShareFetch and ShareAcknowledge for a partition to that partition's
 leader (KIP-932), while the group's state lives with its coordinator node. Three ``app.py run``
-daemons share one PostgreSQL event log; a 3-partition topic (RF 3) has its leaders spread over
+daemons share one PostgreSQL event log; a 3-partition topic (RF 3, then RF 1) has its leaders spread over
 the nodes, so at least one partition is led by a node that does not coordinate the group: its
 share requests reach the coordinator only through forwarding (``wire/forwarding.py``, Kafka's
-Envelope). Two confluent-kafka ShareConsumer processes of one group — one explicit (releasing
-every 40th record once), one implicit — consume 3,000 records. Asserted:
+Envelope). With replication factor 1 (Kafka's ``default.replication.factor``) the coordinator
+keeps no replica of those partitions and reads them from their leaders with Kafka's Fetch
+(``wire/leader_reads.py``). Two confluent-kafka ShareConsumer processes of one group — one
+explicit (releasing every 40th record once), one implicit — consume 3,000 records. Asserted:
 
 * every record is accepted exactly once, at the partition and offset its delivery report gave,
   and records of every partition were delivered;
@@ -39,17 +41,21 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.postgres, pytest.ma
 GROUP = "cluster-workers"
 
 
-def test_share_consumers_read_partitions_led_by_every_node(daemon_factory, pg_url, tmp_path: Path):
+@pytest.mark.parametrize("rf", [3, 1], ids=["rf3-coordinator-holds-every-replica", "rf1-coordinator-reads-from-leaders"])
+def test_share_consumers_read_partitions_led_by_every_node(daemon_factory, pg_url, tmp_path: Path, rf: int):
     cl = Cluster(daemon_factory, pg_url, tmp_path)
     assert wait_for(lambda: all((md := cl.metadata(n)) is not None and sorted(md.brokers) == [1, 2, 3] for n in (1, 2, 3)), 60)
     bs = cl.bootstrap()
     admin = AdminClient({"bootstrap.servers": bs})
-    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(30)
-    assert wait_for(cl.all_in_sync, 60)
-    leaders = {p: v[0] for p, v in cl.partitions().items()}
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, rf)])[TOPIC].result(30)
+    assert wait_for(lambda: all({p: len(v[2]) for p, v in cl.partitions(n).items()} == {p: rf for p in range(PARTITIONS)} for n in (1, 2, 3)), 60)
+    states = cl.partitions()
+    leaders = {p: v[0] for p, v in states.items()}
     coordinator = coordinator_node(GROUP, [1, 2, 3])
     elsewhere = [p for p, ld in leaders.items() if ld != coordinator]
     assert elsewhere, f"every partition is led by the coordinator {coordinator}: {leaders}; the test would not forward"
+    if rf == 1:  # the coordinator keeps no replica of these: it reads them from their leaders (wire/leader_reads.py)
+        assert all(coordinator not in states[p][1] for p in elsewhere), states
 
     set_group_config(bs, GROUP, "share.auto.offset.reset", "earliest")
     set_group_config(bs, GROUP, "share.record.lock.duration.ms", "30000")
