@@ -1,13 +1,15 @@
 """Messages shared by every Shoal actor: configuration, the journal protocol, readiness.
 
-Plain picklable classes (Thespian's multiproc bases pickle every message), with ``__slots__`` and
-``__eq__`` for tests. Errors travel as a Kafka error-code name plus a message string, never as
+``msgspec.Struct``s (Thespian's multiproc bases pickle every message; fields in order, equality by
+fields). Errors travel as a Kafka error-code name plus a message string, never as
 exception objects (the receiving process may not have the class; elastic/rally does the same).
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
+
+import msgspec
 
 from store.event_log import AppendRequest, AppendResult
 
@@ -28,11 +30,9 @@ __all__ = [
 ]
 
 
-class _Msg:
-    __slots__: tuple[str, ...] = ()
-
-    def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and all(getattr(self, s) == getattr(other, s) for s in self.__slots__)
+class _Msg(msgspec.Struct):
+    """The base of every actor message: a ``msgspec.Struct`` (fields in declaration order, equality
+    by fields, picklable: Thespian's multiproc bases pickle every message), with a bounded repr."""
 
     def __repr__(self) -> str:
         # Bounded: Thespian formats every message it transmits (``TransmitIntent.identify`` for a
@@ -44,15 +44,8 @@ class _Msg:
             text = repr(v)
             return text if len(text) <= 200 else text[:200] + "…"
 
-        fields = ", ".join(f"{s}={short(getattr(self, s))}" for s in self.__slots__)
+        fields = ", ".join(f"{s}={short(getattr(self, s))}" for s in self.__struct_fields__)
         return f"{type(self).__name__}({fields})"
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {s: getattr(self, s) for s in self.__slots__}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        for k, v in state.items():
-            object.__setattr__(self, k, v)
 
 
 class Configure(_Msg):
@@ -67,36 +60,26 @@ class Configure(_Msg):
     ``wakeupAfter``). The actor answers :class:`Configured` once it has recovered (or ``Failure``).
     """
 
-    __slots__ = ("config", "name", "journal", "supervisor", "timer")
-
-    def __init__(self, config: dict[str, Any], name: str = "", journal: Any = None, supervisor: Any = None,
-                 timer: Any = None) -> None:
-        self.config = config
-        self.name = name
-        self.journal = journal
-        self.supervisor = supervisor
-        self.timer = timer
+    config: dict[str, Any]
+    name: str = ""
+    journal: Any = None
+    supervisor: Any = None
+    timer: Any = None
 
 
 class Configured(_Msg):
     """Reply to :class:`Configure`: the actor has recovered ``events_replayed`` events up to
     global ``position`` and is ready."""
 
-    __slots__ = ("name", "position", "events_replayed")
-
-    def __init__(self, name: str, position: int = 0, events_replayed: int = 0) -> None:
-        self.name = name
-        self.position = position
-        self.events_replayed = events_replayed
+    name: str
+    position: int = 0
+    events_replayed: int = 0
 
 
 class NotReady(_Msg):
     """The actor has not finished recovery (COORDINATOR_LOAD_IN_PROGRESS on the wire)."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
+    name: str
 
 
 class Passivating(_Msg):
@@ -104,10 +87,7 @@ class Passivating(_Msg):
     memory (an idle share group): the parent forgets the child without restarting it, and the next
     lookup starts a fresh one that rehydrates from snapshot + tail. ``name`` is the child's name."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
+    name: str
 
 
 class Failure(_Msg):
@@ -115,12 +95,9 @@ class Failure(_Msg):
     ``"UNKNOWN_SERVER_ERROR"``; ``message`` is for humans; ``request`` echoes the request's
     correlation data when there is any."""
 
-    __slots__ = ("error", "message", "request")
-
-    def __init__(self, error: str, message: str = "", request: Any = None) -> None:
-        self.error = error
-        self.message = message
-        self.request = request
+    error: str
+    message: str = ""
+    request: Any = None
 
 
 class AppendEvents(_Msg):
@@ -130,51 +107,43 @@ class AppendEvents(_Msg):
     :meth:`actors.base.EventSourcedActor.persist_pipelined`), ``0`` for none; when that one was
     refused, this one is refused too (CONCURRENCY) whatever its expected versions say."""
 
-    __slots__ = ("correlation_id", "requests", "after")
+    correlation_id: int
+    requests: Sequence[AppendRequest]
+    after: int = 0
 
-    def __init__(self, correlation_id: int, requests: Sequence[AppendRequest], after: int = 0) -> None:
-        self.correlation_id = correlation_id
-        self.requests = list(requests)
-        self.after = after
+    def __post_init__(self) -> None:
+        self.requests = list(self.requests)
 
 
 class EventsAppended(_Msg):
     """From the JournalActor: the append with ``correlation_id`` is durable at ``results``."""
 
-    __slots__ = ("correlation_id", "results")
+    correlation_id: int
+    results: Sequence[AppendResult]
 
-    def __init__(self, correlation_id: int, results: Sequence[AppendResult]) -> None:
-        self.correlation_id = correlation_id
-        self.results = list(results)
+    def __post_init__(self) -> None:
+        self.results = list(self.results)
 
 
 class AppendFailed(_Msg):
     """From the JournalActor: nothing of the append ``correlation_id`` was written.
     ``error`` is ``"CONCURRENCY"``, ``"INVALID"`` or ``"STORAGE"``; ``message`` says why."""
 
-    __slots__ = ("correlation_id", "error", "message")
-
-    def __init__(self, correlation_id: int, error: str, message: str) -> None:
-        self.correlation_id = correlation_id
-        self.error = error
-        self.message = message
+    correlation_id: int
+    error: str
+    message: str
 
 
 class StatusRequest(_Msg):
     """Ask an actor for its :class:`StatusReply`."""
 
-    __slots__ = ()
-
 
 class StatusReply(_Msg):
     """An actor's readiness and counters (``counts``: name → int)."""
 
-    __slots__ = ("name", "ready", "counts")
-
-    def __init__(self, name: str, ready: bool, counts: dict[str, int]) -> None:
-        self.name = name
-        self.ready = ready
-        self.counts = counts
+    name: str
+    ready: bool
+    counts: dict[str, int]
 
 
 class ReadStream(_Msg):
@@ -183,27 +152,24 @@ class ReadStream(_Msg):
     it when it is newer. Buffered appends are committed first, so the page sees every append the
     journal acknowledged. Reply :class:`StreamPage`, or :class:`AppendFailed` (``"STORAGE"``)."""
 
-    __slots__ = ("correlation_id", "stream_id", "from_version", "limit", "with_snapshot")
-
-    def __init__(self, correlation_id: int, stream_id: str, from_version: int, limit: int, with_snapshot: bool = False) -> None:
-        self.correlation_id = correlation_id
-        self.stream_id = stream_id
-        self.from_version = from_version
-        self.limit = limit
-        self.with_snapshot = with_snapshot
+    correlation_id: int
+    stream_id: str
+    from_version: int
+    limit: int
+    with_snapshot: bool = False
 
 
 class StreamPage(_Msg):
     """From the JournalActor: ``snapshot`` (a ``store.event_log.Snapshot`` or ``None``; only when
     asked), ``events`` (``RecordedEvent`` list in version order) and the log's ``last_position``."""
 
-    __slots__ = ("correlation_id", "snapshot", "events", "last_position")
+    correlation_id: int
+    snapshot: Any
+    events: Sequence[Any]
+    last_position: int
 
-    def __init__(self, correlation_id: int, snapshot: Any, events: Sequence[Any], last_position: int) -> None:
-        self.correlation_id = correlation_id
-        self.snapshot = snapshot
-        self.events = list(events)
-        self.last_position = last_position
+    def __post_init__(self) -> None:
+        self.events = list(self.events)
 
 
 class SaveSnapshot(_Msg):
@@ -211,10 +177,8 @@ class SaveSnapshot(_Msg):
     ``stream_version`` (global ``position`` if known). No reply; a failure is logged there (a
     snapshot is only an optimisation)."""
 
-    __slots__ = ("stream_id", "stream_version", "state", "position")
+    stream_id: str
+    stream_version: int
+    state: bytes
+    position: int = 0
 
-    def __init__(self, stream_id: str, stream_version: int, state: bytes, position: int = 0) -> None:
-        self.stream_id = stream_id
-        self.stream_version = stream_version
-        self.state = state
-        self.position = position

@@ -358,6 +358,17 @@ class EventLog:
                     raise WriteLockTimeout(f"the event log's write lock was not granted: {cause}") from exc
                 raise
 
+    def _own_connection(self) -> Any:
+        """PostgreSQL: a DBAPI connection opened through the engine (its URL, connect args) and
+        detached from the pool, in autocommit mode: a session of its own for the writer, a lease
+        or a LISTEN, which the pool never checks, resets or hands to another caller. The caller
+        closes it. Raises the driver's errors."""
+        raw = self.engine.raw_connection()
+        raw.detach()
+        conn = raw.dbapi_connection
+        conn.autocommit = True
+        return conn
+
     def _writer_connection(self) -> Any:
         """PostgreSQL: the DBAPI connection appends run on (call with the write mutex held).
 
@@ -373,10 +384,7 @@ class EventLog:
             _INHERITED_WRITERS.append(self._writer)
             self._writer = None
         if self._writer is None:
-            raw = self.engine.raw_connection()
-            raw.detach()
-            conn = raw.dbapi_connection
-            conn.autocommit = True
+            conn = self._own_connection()
             # the writer only appends and reads: its lock waits are the write lock's
             conn.execute(f"SET lock_timeout = '{int(self.lock_timeout_ms)}ms'")
             self._pg_function = bool(conn.execute("SELECT to_regprocedure(%s) IS NOT NULL", (_PG_APPEND_SIGNATURE,)).fetchone()[0])
@@ -831,10 +839,7 @@ class EventLog:
         if self.dialect != "postgresql":
             return Lease(None, 0)
         key = int.from_bytes(hashlib.blake2b(f"shoal:{name}".encode(), digest_size=8).digest(), "big", signed=True)
-        raw = self.engine.raw_connection()
-        raw.detach()
-        conn = raw.dbapi_connection
-        conn.autocommit = True
+        conn = self._own_connection()
         try:
             # a holder whose host vanishes (not just its process) is noticed within ~10 s, not
             # after the kernel's two-hour keepalive default
@@ -875,10 +880,7 @@ class EventLog:
         driver's errors when the database cannot be reached."""
         if self.dialect != "postgresql":
             return None
-        raw = self.engine.raw_connection()
-        raw.detach()
-        conn = raw.dbapi_connection
-        conn.autocommit = True
+        conn = self._own_connection()
         try:
             conn.execute(f"LISTEN {APPEND_CHANNEL}")
         except Exception:

@@ -278,14 +278,17 @@ class Backend(Protocol):
         """ShareGroupHeartbeat (join with epoch 0, heartbeat, leave with -1)."""
 
     def share_fetch(self, group: str, member: str, epoch: int, wanted: Sequence[tuple[uuid.UUID, int]], forgotten: Sequence[tuple[uuid.UUID, int]], acks: Sequence[SharePartitionAck], max_records: int, max_wait_ms: int,
-                    acquire_mode: int = 0, batch_size: int | None = None, is_renew_ack: bool = False) -> "ShareFetchResult":
+                    acquire_mode: int = 0, batch_size: int | None = None, is_renew_ack: bool = False, session_node: int = -1) -> "ShareFetchResult":
         """ShareFetch: ``wanted`` partitions added to the session, ``forgotten`` removed,
         piggy-backed ``acks``; when nothing is acquired it waits up to ``max_wait_ms`` for records
         (the purgatory). ``acquire_mode`` (v2 ``ShareAcquireMode``: 0 batch-optimized, 1
-        record-limit), ``batch_size`` (v1+ ``BatchSize``), ``is_renew_ack`` (v2)."""
+        record-limit), ``batch_size`` (v1+ ``BatchSize``), ``is_renew_ack`` (v2);
+        ``session_node``: the node that forwarded the request (-1: a client of this node), whose
+        share session it belongs to (:mod:`wire.forwarding`)."""
 
-    def share_acknowledge(self, group: str, member: str, epoch: int, acks: Sequence[SharePartitionAck]) -> "ShareFetchResult":
-        """ShareAcknowledge (epoch -1 also closes the share session)."""
+    def share_acknowledge(self, group: str, member: str, epoch: int, acks: Sequence[SharePartitionAck], session_node: int = -1) -> "ShareFetchResult":
+        """ShareAcknowledge (epoch -1 also closes the share session); ``session_node`` as in
+        :meth:`share_fetch`."""
 
     def share_group_describe(self, group: str) -> dict:
         """ShareGroupDescribe of one group: ``{"error"}`` or state, epochs, assignor, members."""

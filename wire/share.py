@@ -136,8 +136,7 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
     batch_size = int(b.batch_size) if int(getattr(b, "batch_size", 0) or 0) > 0 else None  # v1+ BatchSize
     via = _forwarded_by(conn)
     r = backend.share_fetch(group, member, epoch, wanted, forgotten, acks, int(b.max_records), int(b.max_wait.total_seconds() * 1000),
-                            int(getattr(b, "share_acquire_mode", 0)), batch_size, bool(getattr(b, "is_renew_ack", False)),
-                            **({"session_node": via} if via >= 0 else {}))
+                            int(getattr(b, "share_acquire_mode", 0)), batch_size, bool(getattr(b, "is_renew_ack", False)), session_node=via)
     parts = list(r.partitions)
     for (tid, pidx), reason in invalid.items():
         # keep what was fetched for the partition; only its acknowledgement outcome changes
@@ -169,7 +168,7 @@ def share_acknowledge(req: DecodedRequest, backend: Any, conn: Any = None) -> An
             invalid[(a.topic_id, a.partition)] = reason
     via = _forwarded_by(conn)
     r = backend.share_acknowledge(str(b.group_id or ""), str(b.member_id or ""), int(b.share_session_epoch), [a for a in acks if (a.topic_id, a.partition) not in invalid],
-                                  **({"session_node": via} if via >= 0 else {}))
+                                  session_node=via)
     node = via if via >= 0 else backend.node_id  # the node the client sent the request to
     resp_parts = []
     by_topic: dict[uuid.UUID, list[Any]] = {}

@@ -1,7 +1,7 @@
 """Messages to and from the :class:`~actors.controller.actor.ControllerActor`.
 
-Plain picklable classes (Thespian's multiproc bases pickle every message) built on the shared
-``_Msg`` base (``__slots__``, ``__eq__``, ``__repr__``). Payloads are the pure model's frozen
+``msgspec.Struct``s (Thespian's multiproc bases pickle every message) on the shared ``_Msg`` base
+(equality by fields, a bounded repr). Payloads are the pure model's frozen
 dataclasses (:mod:`actors.controller.topics`, :mod:`actors.controller.frontiers`,
 :mod:`actors.controller.state`), which pickle as they are. Errors travel as Kafka error names.
 
@@ -118,62 +118,57 @@ class CreateTopicsRequest(_Msg):
     INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG, INVALID_TOPIC_EXCEPTION,
     INVALID_REQUEST, INVALID_REPLICA_ASSIGNMENT)."""
 
-    __slots__ = ("topics", "validate_only")
+    topics: Sequence[Any]
+    validate_only: bool = False
 
-    def __init__(self, topics: Sequence[Any], validate_only: bool = False) -> None:
-        self.topics = list(topics)
-        self.validate_only = validate_only
+    def __post_init__(self) -> None:
+        self.topics = list(self.topics)
 
 
 class CreateTopicsReply(_Msg):
     """Per-topic :class:`~actors.controller.topics.CreateTopicResult`, in request order."""
 
-    __slots__ = ("results",)
+    results: Sequence[Any]
 
-    def __init__(self, results: Sequence[Any]) -> None:
-        self.results = list(results)
+    def __post_init__(self) -> None:
+        self.results = list(self.results)
 
 
 class AllocateProducerIdsRequest(_Msg):
     """A broker's InitProducerId ran out of producer ids: allocate the next block to
     ``broker_id`` (Kafka's AllocateProducerIds). Reply :class:`AllocateProducerIdsReply`."""
 
-    __slots__ = ("broker_id",)
-
-    def __init__(self, broker_id: int) -> None:
-        self.broker_id = broker_id
+    broker_id: int
 
 
 class AllocateProducerIdsReply(_Msg):
     """``error`` (a Kafka error name or ``None``) and the block ``[first_producer_id,
     first_producer_id + block_size)``, persisted before this reply."""
 
-    __slots__ = ("error", "first_producer_id", "block_size")
-
-    def __init__(self, error: str | None, first_producer_id: int = -1, block_size: int = 0) -> None:
-        self.error = error
-        self.first_producer_id = first_producer_id
-        self.block_size = block_size
+    error: str | None
+    first_producer_id: int = -1
+    block_size: int = 0
 
 
 class DeleteTopicsRequest(_Msg):
     """DeleteTopics by ``names`` and/or ``topic_ids`` (hex or Kafka base64). Reply
     :class:`DeleteTopicsReply` (per topic: NONE, UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_ID)."""
 
-    __slots__ = ("names", "topic_ids")
+    names: Sequence[str] = ()
+    topic_ids: Sequence[str] = ()
 
-    def __init__(self, names: Sequence[str] = (), topic_ids: Sequence[str] = ()) -> None:
-        self.names = list(names)
-        self.topic_ids = list(topic_ids)
+    def __post_init__(self) -> None:
+        self.names = list(self.names)
+        self.topic_ids = list(self.topic_ids)
 
 
 class DeleteTopicsReply(_Msg):
     """Per-topic :class:`~actors.controller.topics.DeleteTopicResult`."""
 
-    __slots__ = ("results",)
+    results: Sequence[Any]
 
-    def __init__(self, results: Sequence[Any]) -> None:
-        self.results = list(results)
+    def __post_init__(self) -> None:
+        self.results = list(self.results)
 
 
 class MetadataRequest(_Msg):
@@ -181,12 +176,13 @@ class MetadataRequest(_Msg):
     ``allow_auto_topic_creation``: create missing topics when ``auto.create.topics.enable`` (with
     ``num.partitions`` and ``default.replication.factor``). Reply :class:`MetadataReply`."""
 
-    __slots__ = ("topics", "allow_auto_topic_creation", "topic_ids")
+    topics: Sequence[str] | None = None
+    allow_auto_topic_creation: bool = False
+    topic_ids: Sequence[str] = ()
 
-    def __init__(self, topics: Sequence[str] | None = None, allow_auto_topic_creation: bool = False, topic_ids: Sequence[str] = ()) -> None:
-        self.topics = None if topics is None else list(topics)
-        self.allow_auto_topic_creation = allow_auto_topic_creation
-        self.topic_ids = list(topic_ids)
+    def __post_init__(self) -> None:
+        self.topics = None if self.topics is None else list(self.topics)
+        self.topic_ids = list(self.topic_ids)
 
 
 class PartitionMetadata(_Msg):
@@ -194,16 +190,18 @@ class PartitionMetadata(_Msg):
     ``partition``, ``leader`` (-1 = none), ``leader_epoch``, ``replicas``, ``isr``,
     ``offline_replicas``."""
 
-    __slots__ = ("error", "partition", "leader", "leader_epoch", "replicas", "isr", "offline_replicas")
+    error: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: Sequence[int]
+    isr: Sequence[int]
+    offline_replicas: Sequence[int] = ()
 
-    def __init__(self, error: str, partition: int, leader: int, leader_epoch: int, replicas: Sequence[int], isr: Sequence[int], offline_replicas: Sequence[int] = ()) -> None:
-        self.error = error
-        self.partition = partition
-        self.leader = leader
-        self.leader_epoch = leader_epoch
-        self.replicas = list(replicas)
-        self.isr = list(isr)
-        self.offline_replicas = list(offline_replicas)
+    def __post_init__(self) -> None:
+        self.replicas = list(self.replicas)
+        self.isr = list(self.isr)
+        self.offline_replicas = list(self.offline_replicas)
 
 
 class TopicMetadata(_Msg):
@@ -211,49 +209,50 @@ class TopicMetadata(_Msg):
     ``"INVALID_TOPIC_EXCEPTION"``, ``"UNKNOWN_TOPIC_ID"``), ``name``, ``topic_id`` (hex; Kafka
     base64 in ``topic_id_base64``; ``None`` when unknown), ``is_internal``, ``partitions``."""
 
-    __slots__ = ("error", "name", "topic_id", "topic_id_base64", "is_internal", "partitions")
+    error: str
+    name: str | None
+    topic_id: str | None
+    topic_id_base64: str | None
+    is_internal: bool
+    partitions: Sequence[PartitionMetadata]
 
-    def __init__(self, error: str, name: str | None, topic_id: str | None, topic_id_base64: str | None, is_internal: bool, partitions: Sequence[PartitionMetadata]) -> None:
-        self.error = error
-        self.name = name
-        self.topic_id = topic_id
-        self.topic_id_base64 = topic_id_base64
-        self.is_internal = is_internal
-        self.partitions = list(partitions)
+    def __post_init__(self) -> None:
+        self.partitions = list(self.partitions)
 
 
 class MetadataReply(_Msg):
     """``cluster_id``, ``controller_id`` (node id), ``brokers`` (``(node_id, host, port, rack)``
     tuples) and ``topics`` (:class:`TopicMetadata`, in request order; sorted by name for all)."""
 
-    __slots__ = ("cluster_id", "controller_id", "brokers", "topics")
+    cluster_id: str
+    controller_id: int
+    brokers: Sequence[tuple[int, str, int, str | None]]
+    topics: Sequence[TopicMetadata]
 
-    def __init__(self, cluster_id: str, controller_id: int, brokers: Sequence[tuple[int, str, int, str | None]], topics: Sequence[TopicMetadata]) -> None:
-        self.cluster_id = cluster_id
-        self.controller_id = controller_id
-        self.brokers = list(brokers)
-        self.topics = list(topics)
+    def __post_init__(self) -> None:
+        self.brokers = list(self.brokers)
+        self.topics = list(self.topics)
 
 
 class DescribeConfigsRequest(_Msg):
     """DescribeConfigs: ``resources`` as ``(resource_type, name, keys_or_None)`` with type
     ``"TOPIC"`` or ``"BROKER"``; ``include_synonyms``. Reply :class:`DescribeConfigsReply`."""
 
-    __slots__ = ("resources", "include_synonyms")
+    resources: Sequence[tuple[str, str, Sequence[str] | None]]
+    include_synonyms: bool = False
 
-    def __init__(self, resources: Sequence[tuple[str, str, Sequence[str] | None]], include_synonyms: bool = False) -> None:
-        self.resources = [(t, n, None if k is None else list(k)) for t, n, k in resources]
-        self.include_synonyms = include_synonyms
+    def __post_init__(self) -> None:
+        self.resources = [(t, n, None if k is None else list(k)) for t, n, k in self.resources]
 
 
 class DescribeConfigsReply(_Msg):
     """Per-resource :class:`~actors.controller.topics.ConfigResult` with ``entries``
     (:class:`~actors.controller.topics.ConfigEntry`: value, source, synonyms, type)."""
 
-    __slots__ = ("results",)
+    results: Sequence[Any]
 
-    def __init__(self, results: Sequence[Any]) -> None:
-        self.results = list(results)
+    def __post_init__(self) -> None:
+        self.results = list(self.results)
 
 
 class IncrementalAlterConfigsRequest(_Msg):
@@ -261,21 +260,21 @@ class IncrementalAlterConfigsRequest(_Msg):
     (:class:`~actors.controller.topics.AlterConfigResource`), ``validate_only``.
     Reply :class:`IncrementalAlterConfigsReply`."""
 
-    __slots__ = ("resources", "validate_only")
+    resources: Sequence[Any]
+    validate_only: bool = False
 
-    def __init__(self, resources: Sequence[Any], validate_only: bool = False) -> None:
-        self.resources = list(resources)
-        self.validate_only = validate_only
+    def __post_init__(self) -> None:
+        self.resources = list(self.resources)
 
 
 class IncrementalAlterConfigsReply(_Msg):
     """Per-resource :class:`~actors.controller.topics.ConfigResult` (``error`` NONE,
     INVALID_CONFIG, INVALID_REQUEST, UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION)."""
 
-    __slots__ = ("results",)
+    results: Sequence[Any]
 
-    def __init__(self, results: Sequence[Any]) -> None:
-        self.results = list(results)
+    def __post_init__(self) -> None:
+        self.results = list(self.results)
 
 
 # --- partitions -----------------------------------------------------------------------------
@@ -285,26 +284,26 @@ class ElectLeadersRequest(_Msg):
     """ElectLeaders: ``partitions`` (``(topic, partition)``; ``None`` = all), ``election``
     ``"preferred"`` or ``"unclean"``. Reply :class:`PartitionResults`."""
 
-    __slots__ = ("partitions", "election")
+    partitions: Sequence[tuple[str, int]] | None = None
+    election: str = "preferred"
 
-    def __init__(self, partitions: Sequence[tuple[str, int]] | None = None, election: str = "preferred") -> None:
-        self.partitions = None if partitions is None else [tuple(p) for p in partitions]
-        self.election = election
+    def __post_init__(self) -> None:
+        self.partitions = None if self.partitions is None else [tuple(p) for p in self.partitions]
 
 
 class AlterPartitionRequest(_Msg):
     """AlterPartition from a partition leader (``broker_id``) with the epochs it saw and the new
     ``isr``. Reply :class:`PartitionResults`."""
 
-    __slots__ = ("topic", "partition", "broker_id", "leader_epoch", "partition_epoch", "isr")
+    topic: str
+    partition: int
+    broker_id: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: Sequence[int]
 
-    def __init__(self, topic: str, partition: int, broker_id: int, leader_epoch: int, partition_epoch: int, isr: Sequence[int]) -> None:
-        self.topic = topic
-        self.partition = partition
-        self.broker_id = broker_id
-        self.leader_epoch = leader_epoch
-        self.partition_epoch = partition_epoch
-        self.isr = list(isr)
+    def __post_init__(self) -> None:
+        self.isr = list(self.isr)
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,19 +341,16 @@ class BrokerFailedNotice(_Msg):
     """Broker ``broker_id`` was fenced/died (membership). Reply :class:`PartitionResults` for the
     partitions whose leadership or ISR changed."""
 
-    __slots__ = ("broker_id",)
-
-    def __init__(self, broker_id: int) -> None:
-        self.broker_id = broker_id
+    broker_id: int
 
 
 class PartitionResults(_Msg):
     """Per-partition :class:`~actors.controller.state.PartitionResult`."""
 
-    __slots__ = ("results",)
+    results: Sequence[Any]
 
-    def __init__(self, results: Sequence[Any]) -> None:
-        self.results = list(results)
+    def __post_init__(self) -> None:
+        self.results = list(self.results)
 
 
 # --- frontiers ------------------------------------------------------------------------------
@@ -367,11 +363,11 @@ class ReadHoldsChange(_Msg):
     ``share:<group>`` (applied only with ``share.groups.hold.retention=true``: else
     ``ignored=True``)."""
 
-    __slots__ = ("holder", "changes")
+    holder: str
+    changes: Sequence[tuple[str, int, int]]
 
-    def __init__(self, holder: str, changes: Sequence[tuple[str, int, int]]) -> None:
-        self.holder = holder
-        self.changes = [tuple(c) for c in changes]
+    def __post_init__(self) -> None:
+        self.changes = [tuple(c) for c in self.changes]
 
 
 class FrontierUpdates(_Msg):
@@ -380,10 +376,10 @@ class FrontierUpdates(_Msg):
     as :class:`events.controller.SegmentInfo` or plain ``(base_offset, next_offset, size_bytes,
     max_timestamp_ms)`` tuples. Reply :class:`FrontierReply`."""
 
-    __slots__ = ("updates",)
+    updates: Sequence[tuple[str, int | None, Any]]
 
-    def __init__(self, updates: Sequence[tuple[str, int | None, Any]]) -> None:
-        self.updates = [tuple(u) for u in updates]
+    def __post_init__(self) -> None:
+        self.updates = [tuple(u) for u in self.updates]
 
 
 class FrontierCommand(_Msg):
@@ -392,10 +388,7 @@ class FrontierCommand(_Msg):
     ``CreateCollections``, ``EnforceRetention``, ``PrepareExport`` …). Reply
     :class:`FrontierReply`."""
 
-    __slots__ = ("command",)
-
-    def __init__(self, command: Any) -> None:
-        self.command = command
+    command: Any
 
 
 class FrontierReply(_Msg):
@@ -403,36 +396,37 @@ class FrontierReply(_Msg):
     and ``message``; ``ignored`` for a share hold without the opt-in; ``since_changes``
     (``(collection_id, old, new)``) it caused."""
 
-    __slots__ = ("ok", "error", "kafka_error", "message", "ignored", "since_changes")
+    ok: bool
+    error: str | None = None
+    kafka_error: str | None = None
+    message: str | None = None
+    ignored: bool = False
+    since_changes: Sequence[tuple[str, int | None, int | None]] = ()
 
-    def __init__(self, ok: bool, error: str | None = None, kafka_error: str | None = None, message: str | None = None, ignored: bool = False, since_changes: Sequence[tuple[str, int | None, int | None]] = ()) -> None:
-        self.ok = ok
-        self.error = error
-        self.kafka_error = kafka_error
-        self.message = message
-        self.ignored = ignored
-        self.since_changes = [tuple(c) for c in since_changes]
+    def __post_init__(self) -> None:
+        self.since_changes = [tuple(c) for c in self.since_changes]
 
 
 class FrontiersRequest(_Msg):
     """Ask ``(since, upper)`` of ``collection_ids`` (``None`` = all). Reply
     :class:`FrontiersReply`; unknown ids are absent."""
 
-    __slots__ = ("collection_ids",)
+    collection_ids: Sequence[str] | None = None
 
-    def __init__(self, collection_ids: Sequence[str] | None = None) -> None:
-        self.collection_ids = None if collection_ids is None else list(collection_ids)
+    def __post_init__(self) -> None:
+        self.collection_ids = None if self.collection_ids is None else list(self.collection_ids)
 
 
 class FrontiersReply(_Msg):
     """``frontiers``: collection id → ``(since, upper)`` (``None`` = ``{}``); ``dropped``: ids
     asked for that were dropped."""
 
-    __slots__ = ("frontiers", "dropped")
+    frontiers: dict[str, tuple[int | None, int | None]]
+    dropped: Sequence[str] = ()
 
-    def __init__(self, frontiers: dict[str, tuple[int | None, int | None]], dropped: Sequence[str] = ()) -> None:
-        self.frontiers = dict(frontiers)
-        self.dropped = list(dropped)
+    def __post_init__(self) -> None:
+        self.frontiers = dict(self.frontiers)
+        self.dropped = list(self.dropped)
 
 
 class SubscribeFrontiers(_Msg):
@@ -440,22 +434,16 @@ class SubscribeFrontiers(_Msg):
     ``prefix`` (``""`` = all): the partition log deletes segments, the tiering task deletes local
     copies, only below the since it is told."""
 
-    __slots__ = ("prefix",)
-
-    def __init__(self, prefix: str = "") -> None:
-        self.prefix = prefix
+    prefix: str = ""
 
 
 class SinceAdvanced(_Msg):
     """Notification (Materialize's ``AllowCompaction``): ``collection_id``'s since moved from
     ``old`` to ``new``; data below ``new`` may be deleted. ``new=None``: dropped, delete all."""
 
-    __slots__ = ("collection_id", "old", "new")
-
-    def __init__(self, collection_id: str, old: int | None, new: int | None) -> None:
-        self.collection_id = collection_id
-        self.old = old
-        self.new = new
+    collection_id: str
+    old: int | None
+    new: int | None
 
 
 # --- supervision ----------------------------------------------------------------------------
@@ -469,24 +457,18 @@ class ChildLookup(_Msg):
     ``create`` is false). Share groups are not the controller's children: see
     :class:`AdmitShareGroup`."""
 
-    __slots__ = ("kind", "name", "create")
-
-    def __init__(self, kind: str, name: str, create: bool = True) -> None:
-        self.kind = kind
-        self.name = name
-        self.create = create
+    kind: str
+    name: str
+    create: bool = True
 
 
 class ChildAddress(_Msg):
     """The address of child ``(kind, name)`` and its ``restarts`` so far."""
 
-    __slots__ = ("kind", "name", "address", "restarts")
-
-    def __init__(self, kind: str, name: str, address: Any, restarts: int = 0) -> None:
-        self.kind = kind
-        self.name = name
-        self.address = address
-        self.restarts = restarts
+    kind: str
+    name: str
+    address: Any
+    restarts: int = 0
 
 
 class RegisterChildKind(_Msg):
@@ -494,21 +476,18 @@ class RegisterChildKind(_Msg):
     (importable by the Thespian admin process) and extra ``config`` merged into the controller's
     config for the child's ``Configure``. Reply :class:`ChildKindRegistered`."""
 
-    __slots__ = ("kind", "class_path", "config")
+    kind: str
+    class_path: str
+    config: dict[str, Any] | None = None
 
-    def __init__(self, kind: str, class_path: str, config: dict[str, Any] | None = None) -> None:
-        self.kind = kind
-        self.class_path = class_path
-        self.config = dict(config or {})
+    def __post_init__(self) -> None:
+        self.config = dict(self.config or {})
 
 
 class ChildKindRegistered(_Msg):
     """Reply to :class:`RegisterChildKind`."""
 
-    __slots__ = ("kind",)
-
-    def __init__(self, kind: str) -> None:
-        self.kind = kind
+    kind: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -536,31 +515,22 @@ class ForgetShareGroup(_Msg):
     stream): drop it from the census (it no longer counts against ``group.share.max.groups``, and
     only a request that may create a group starts it again). Reply :class:`ChildStopped`."""
 
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name = name
+    name: str
 
 
 class StopChild(_Msg):
     """Stop child ``(kind, name)`` on purpose (no restart). Reply :class:`ChildStopped` when it
     has exited (at once if it did not exist)."""
 
-    __slots__ = ("kind", "name")
-
-    def __init__(self, kind: str, name: str) -> None:
-        self.kind = kind
-        self.name = name
+    kind: str
+    name: str
 
 
 class ChildStopped(_Msg):
     """Reply to :class:`StopChild`."""
 
-    __slots__ = ("kind", "name")
-
-    def __init__(self, kind: str, name: str) -> None:
-        self.kind = kind
-        self.name = name
+    kind: str
+    name: str
 
 
 # --- audit ------------------------------------------------------------------------------------
@@ -570,19 +540,14 @@ class StateDumpRequest(_Msg):
     """Ask for the controller's whole evented state (audit, tests: "survives a restart
     exactly"). Reply :class:`StateDump`."""
 
-    __slots__ = ()
-
 
 class StateDump(_Msg):
     """The stream ``version`` folded and ``state``: ``ControllerState.to_dict()`` (topics with ids,
     partitions, epochs and config overrides; dynamic broker configs; every collection's
     frontiers, policy, capabilities and holds; dropped ids)."""
 
-    __slots__ = ("version", "state")
-
-    def __init__(self, version: int, state: dict[str, Any]) -> None:
-        self.version = version
-        self.state = state
+    version: int
+    state: dict[str, Any]
 
 
 # --- SCRAM credentials (KIP-554) --------------------------------------------------------------

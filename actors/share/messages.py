@@ -1,6 +1,6 @@
 """Messages of the :class:`actors.share.actor.ShareGroupActor`: one request message per Kafka request.
 
-Plain picklable classes (``__slots__``, equality by fields, the foundation's ``_Msg`` base).
+``msgspec.Struct``s on the foundation's ``_Msg`` base (equality by fields, picklable, a bounded repr).
 Replies carry Kafka error *names* (``"NONE"`` for success), top-level and per partition, never
 exception objects.
 
@@ -77,20 +77,17 @@ class ShareGroupHeartbeatCmd(_Msg):
     name is a topic that does not exist), or ``None`` if unchanged since the last heartbeat. Reply:
     :class:`ShareGroupHeartbeatReply`."""
 
-    __slots__ = ("group_id", "member_id", "member_epoch", "rack_id", "subscribed_topic_names", "topics",
-                 "client_id", "client_host")
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: tuple[str, ...] | None = None
+    topics: dict[str, tuple[str, int]] | None = None
+    client_id: str = ""
+    client_host: str = ""
 
-    def __init__(self, group_id: str, member_id: str, member_epoch: int, rack_id: str | None = None,
-                 subscribed_topic_names: tuple[str, ...] | None = None,
-                 topics: dict[str, tuple[str, int]] | None = None, client_id: str = "", client_host: str = "") -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-        self.member_epoch = member_epoch
-        self.rack_id = rack_id
-        self.subscribed_topic_names = None if subscribed_topic_names is None else tuple(subscribed_topic_names)
-        self.topics = topics
-        self.client_id = client_id
-        self.client_host = client_host
+    def __post_init__(self) -> None:
+        self.subscribed_topic_names = None if self.subscribed_topic_names is None else tuple(self.subscribed_topic_names)
 
 
 class ShareGroupHeartbeatReply(_Msg):
@@ -98,16 +95,12 @@ class ShareGroupHeartbeatReply(_Msg):
     ``member_id``, ``member_epoch``, ``heartbeat_interval_ms`` and ``assignment``
     (``((topic id, (partitions…)), …)`` or ``None`` when unchanged)."""
 
-    __slots__ = ("error", "message", "member_id", "member_epoch", "heartbeat_interval_ms", "assignment")
-
-    def __init__(self, error: str = "NONE", message: str = "", member_id: str = "", member_epoch: int = 0,
-                 heartbeat_interval_ms: int = 0, assignment: tuple[tuple[str, tuple[int, ...]], ...] | None = None) -> None:
-        self.error = error
-        self.message = message
-        self.member_id = member_id
-        self.member_epoch = member_epoch
-        self.heartbeat_interval_ms = heartbeat_interval_ms
-        self.assignment = assignment
+    error: str = "NONE"
+    message: str = ""
+    member_id: str = ""
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: tuple[tuple[str, tuple[int, ...]], ...] | None = None
 
 
 # ------------------------------------------------------------------------------ share fetch / acknowledge
@@ -119,20 +112,18 @@ class ShareFetchPartition(_Msg):
     (exclusive end). ``reset_offset``: the offset ListOffsets gave for the timestamp the actor
     asked for (``share.auto.offset.reset=by_duration``), else ``None``."""
 
-    __slots__ = ("topic_id", "partition", "acknowledgement_batches", "fetch_offset", "log_batches",
-                 "log_start_offset", "high_watermark", "reset_offset")
+    topic_id: str
+    partition: int
+    acknowledgement_batches: tuple[AckBatch, ...] = ()
+    fetch_offset: int = -1
+    log_batches: tuple[tuple[int, int], ...] | None = None
+    log_start_offset: int = 0
+    high_watermark: int = 0
+    reset_offset: int | None = None
 
-    def __init__(self, topic_id: str, partition: int, acknowledgement_batches: tuple[AckBatch, ...] = (),
-                 fetch_offset: int = -1, log_batches: tuple[tuple[int, int], ...] | None = None,
-                 log_start_offset: int = 0, high_watermark: int = 0, reset_offset: int | None = None) -> None:
-        self.topic_id = topic_id
-        self.partition = partition
-        self.acknowledgement_batches = tuple(acknowledgement_batches)
-        self.fetch_offset = fetch_offset
-        self.log_batches = None if log_batches is None else tuple(log_batches)
-        self.log_start_offset = log_start_offset
-        self.high_watermark = high_watermark
-        self.reset_offset = reset_offset
+    def __post_init__(self) -> None:
+        self.acknowledgement_batches = tuple(self.acknowledgement_batches)
+        self.log_batches = None if self.log_batches is None else tuple(self.log_batches)
 
 
 class ShareFetchCmd(_Msg):
@@ -153,23 +144,21 @@ class ShareFetchCmd(_Msg):
     (-1: this one; another node's id when that node forwarded the request, :mod:`wire.forwarding`).
     Reply: :class:`ShareFetchReply`."""
 
-    __slots__ = ("group_id", "member_id", "share_session_epoch", "max_records", "partitions", "forgotten",
-                 "share_acquire_mode", "is_renew_ack", "batch_size", "continuation", "session_node")
+    group_id: str
+    member_id: str
+    share_session_epoch: int
+    partitions: tuple[ShareFetchPartition, ...]
+    max_records: int = 500
+    forgotten: tuple[tuple[str, int], ...] = ()
+    share_acquire_mode: int = 0
+    is_renew_ack: bool = False
+    batch_size: int | None = None
+    continuation: bool = False
+    session_node: int = -1
 
-    def __init__(self, group_id: str, member_id: str, share_session_epoch: int, partitions: tuple[ShareFetchPartition, ...],
-                 max_records: int = 500, forgotten: tuple[tuple[str, int], ...] = (), share_acquire_mode: int = 0,
-                 is_renew_ack: bool = False, batch_size: int | None = None, continuation: bool = False, session_node: int = -1) -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-        self.share_session_epoch = share_session_epoch
-        self.max_records = max_records
-        self.partitions = tuple(partitions)
-        self.forgotten = tuple(forgotten)
-        self.share_acquire_mode = share_acquire_mode
-        self.is_renew_ack = is_renew_ack
-        self.batch_size = batch_size
-        self.continuation = continuation
-        self.session_node = session_node
+    def __post_init__(self) -> None:
+        self.partitions = tuple(self.partitions)
+        self.forgotten = tuple(self.forgotten)
 
 
 class ShareFetchPartitionResult(_Msg):
@@ -179,21 +168,18 @@ class ShareFetchPartitionResult(_Msg):
     initialized, send the partition's log offsets; ``None`` when not needed), ``reset_timestamp_ms`` (resolve this timestamp with ListOffsets and send it as
     ``reset_offset``; ``None`` when not needed), ``start_offset`` (the SPSO)."""
 
-    __slots__ = ("topic_id", "partition", "error", "acknowledge_error", "acquired", "next_fetch_offset",
-                 "refetch_from", "reset_timestamp_ms", "start_offset")
+    topic_id: str
+    partition: int
+    error: str = "NONE"
+    acknowledge_error: str = "NONE"
+    acquired: tuple[tuple[int, int, int], ...] = ()
+    next_fetch_offset: int = -1
+    refetch_from: int | None = None
+    reset_timestamp_ms: int | None = None
+    start_offset: int = -1
 
-    def __init__(self, topic_id: str, partition: int, error: str = "NONE", acknowledge_error: str = "NONE",
-                 acquired: tuple[tuple[int, int, int], ...] = (), next_fetch_offset: int = -1,
-                 refetch_from: int | None = None, reset_timestamp_ms: int | None = None, start_offset: int = -1) -> None:
-        self.topic_id = topic_id
-        self.partition = partition
-        self.error = error
-        self.acknowledge_error = acknowledge_error
-        self.acquired = tuple(acquired)
-        self.next_fetch_offset = next_fetch_offset
-        self.refetch_from = refetch_from
-        self.reset_timestamp_ms = reset_timestamp_ms
-        self.start_offset = start_offset
+    def __post_init__(self) -> None:
+        self.acquired = tuple(self.acquired)
 
 
 class ShareFetchReply(_Msg):
@@ -202,66 +188,60 @@ class ShareFetchReply(_Msg):
     ``acquisition_lock_timeout_ms`` (the response's ``AcquisitionLockTimeoutMs``: the group's
     ``share.record.lock.duration.ms`` in force; 0 on a top-level error)."""
 
-    __slots__ = ("error", "message", "partitions", "acquisition_lock_timeout_ms")
+    error: str = "NONE"
+    message: str = ""
+    partitions: tuple[ShareFetchPartitionResult, ...] = ()
+    acquisition_lock_timeout_ms: int = 0
 
-    def __init__(self, error: str = "NONE", message: str = "", partitions: tuple[ShareFetchPartitionResult, ...] = (),
-                 acquisition_lock_timeout_ms: int = 0) -> None:
-        self.error = error
-        self.message = message
-        self.partitions = tuple(partitions)
-        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+    def __post_init__(self) -> None:
+        self.partitions = tuple(self.partitions)
 
 
 class ShareAcknowledgePartition(_Msg):
     """One partition of a ShareAcknowledge: ``acknowledgement_batches``."""
 
-    __slots__ = ("topic_id", "partition", "acknowledgement_batches")
+    topic_id: str
+    partition: int
+    acknowledgement_batches: tuple[AckBatch, ...]
 
-    def __init__(self, topic_id: str, partition: int, acknowledgement_batches: tuple[AckBatch, ...]) -> None:
-        self.topic_id = topic_id
-        self.partition = partition
-        self.acknowledgement_batches = tuple(acknowledgement_batches)
+    def __post_init__(self) -> None:
+        self.acknowledgement_batches = tuple(self.acknowledgement_batches)
 
 
 class ShareAcknowledgeCmd(_Msg):
     """ShareAcknowledge (API 79); ``session_node`` as :class:`ShareFetchCmd`'s. Reply:
     :class:`ShareAcknowledgeReply`."""
 
-    __slots__ = ("group_id", "member_id", "share_session_epoch", "partitions", "session_node")
+    group_id: str
+    member_id: str
+    share_session_epoch: int
+    partitions: tuple[ShareAcknowledgePartition, ...]
+    session_node: int = -1
 
-    def __init__(self, group_id: str, member_id: str, share_session_epoch: int,
-                 partitions: tuple[ShareAcknowledgePartition, ...], session_node: int = -1) -> None:
-        self.group_id = group_id
-        self.member_id = member_id
-        self.share_session_epoch = share_session_epoch
-        self.partitions = tuple(partitions)
-        self.session_node = session_node
+    def __post_init__(self) -> None:
+        self.partitions = tuple(self.partitions)
 
 
 class PartitionResult(_Msg):
     """A per-partition error name (``"NONE"`` on success) and message."""
 
-    __slots__ = ("topic_id", "partition", "error", "message")
-
-    def __init__(self, topic_id: str, partition: int, error: str = "NONE", message: str = "") -> None:
-        self.topic_id = topic_id
-        self.partition = partition
-        self.error = error
-        self.message = message
+    topic_id: str
+    partition: int
+    error: str = "NONE"
+    message: str = ""
 
 
 class ShareAcknowledgeReply(_Msg):
     """The ShareAcknowledge response: top-level session error, per-partition results and
     ``acquisition_lock_timeout_ms`` (v2's ``AcquisitionLockTimeoutMs``; 0 on a top-level error)."""
 
-    __slots__ = ("error", "message", "partitions", "acquisition_lock_timeout_ms")
+    error: str = "NONE"
+    message: str = ""
+    partitions: tuple[PartitionResult, ...] = ()
+    acquisition_lock_timeout_ms: int = 0
 
-    def __init__(self, error: str = "NONE", message: str = "", partitions: tuple[PartitionResult, ...] = (),
-                 acquisition_lock_timeout_ms: int = 0) -> None:
-        self.error = error
-        self.message = message
-        self.partitions = tuple(partitions)
-        self.acquisition_lock_timeout_ms = acquisition_lock_timeout_ms
+    def __post_init__(self) -> None:
+        self.partitions = tuple(self.partitions)
 
 
 # ------------------------------------------------------------------------------ describe / admin
@@ -269,45 +249,40 @@ class ShareAcknowledgeReply(_Msg):
 class DescribeShareGroup(_Msg):
     """ShareGroupDescribe (API 77) for this group. Reply: :class:`ShareGroupDescription`."""
 
-    __slots__ = ("group_id",)
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
+    group_id: str
 
 
 class MemberDescription(_Msg):
     """One member in a :class:`ShareGroupDescription`."""
 
-    __slots__ = ("member_id", "rack_id", "member_epoch", "client_id", "client_host", "subscribed_topic_names", "assignment")
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    assignment: tuple[tuple[str, tuple[int, ...]], ...]
 
-    def __init__(self, member_id: str, rack_id: str | None, member_epoch: int, client_id: str, client_host: str,
-                 subscribed_topic_names: tuple[str, ...], assignment: tuple[tuple[str, tuple[int, ...]], ...]) -> None:
-        self.member_id = member_id
-        self.rack_id = rack_id
-        self.member_epoch = member_epoch
-        self.client_id = client_id
-        self.client_host = client_host
-        self.subscribed_topic_names = tuple(subscribed_topic_names)
-        self.assignment = tuple(assignment)
+    def __post_init__(self) -> None:
+        self.subscribed_topic_names = tuple(self.subscribed_topic_names)
+        self.assignment = tuple(self.assignment)
 
 
 class ShareGroupDescription(_Msg):
     """The described group: ``error`` (GROUP_ID_NOT_FOUND when it does not exist), ``group_state``
     (``Empty``/``Stable``/``Dead``), epochs, ``assignor_name`` (``simple``), ``members``."""
 
-    __slots__ = ("group_id", "error", "message", "group_state", "group_epoch", "assignment_epoch", "assignor_name", "members")
+    group_id: str
+    error: str = "NONE"
+    message: str = ""
+    group_state: str = "Dead"
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = "simple"
+    members: tuple[MemberDescription, ...] = ()
 
-    def __init__(self, group_id: str, error: str = "NONE", message: str = "", group_state: str = "Dead",
-                 group_epoch: int = 0, assignment_epoch: int = 0, assignor_name: str = "simple",
-                 members: tuple[MemberDescription, ...] = ()) -> None:
-        self.group_id = group_id
-        self.error = error
-        self.message = message
-        self.group_state = group_state
-        self.group_epoch = group_epoch
-        self.assignment_epoch = assignment_epoch
-        self.assignor_name = assignor_name
-        self.members = tuple(members)
+    def __post_init__(self) -> None:
+        self.members = tuple(self.members)
 
 
 class DescribeShareGroupOffsets(_Msg):
@@ -315,34 +290,31 @@ class DescribeShareGroupOffsets(_Msg):
     (``((topic id, partition), …)``; ``None`` = every share-partition the group has).
     Reply: :class:`ShareGroupOffsets`."""
 
-    __slots__ = ("group_id", "partitions")
+    group_id: str
+    partitions: tuple[tuple[str, int], ...] | None = None
 
-    def __init__(self, group_id: str, partitions: tuple[tuple[str, int], ...] | None = None) -> None:
-        self.group_id = group_id
-        self.partitions = None if partitions is None else tuple(partitions)
+    def __post_init__(self) -> None:
+        self.partitions = None if self.partitions is None else tuple(self.partitions)
 
 
 class SharePartitionOffset(_Msg):
     """One partition's share-partition start offset (-1 when not initialized) and error."""
 
-    __slots__ = ("topic_id", "partition", "start_offset", "error")
-
-    def __init__(self, topic_id: str, partition: int, start_offset: int = -1, error: str = "NONE") -> None:
-        self.topic_id = topic_id
-        self.partition = partition
-        self.start_offset = start_offset
-        self.error = error
+    topic_id: str
+    partition: int
+    start_offset: int = -1
+    error: str = "NONE"
 
 
 class ShareGroupOffsets(_Msg):
     """Reply to :class:`DescribeShareGroupOffsets`."""
 
-    __slots__ = ("group_id", "error", "partitions")
+    group_id: str
+    error: str = "NONE"
+    partitions: tuple[SharePartitionOffset, ...] = ()
 
-    def __init__(self, group_id: str, error: str = "NONE", partitions: tuple[SharePartitionOffset, ...] = ()) -> None:
-        self.group_id = group_id
-        self.error = error
-        self.partitions = tuple(partitions)
+    def __post_init__(self) -> None:
+        self.partitions = tuple(self.partitions)
 
 
 class AlterGroupConfigs(_Msg):
@@ -350,46 +322,44 @@ class AlterGroupConfigs(_Msg):
     (``None`` deletes the override). ``incremental=False`` replaces the whole set (AlterConfigs).
     ``validate_only``: check only. Reply: :class:`GroupConfigsAltered`."""
 
-    __slots__ = ("group_id", "configs", "incremental", "validate_only")
+    group_id: str
+    configs: dict[str, str | None]
+    incremental: bool = True
+    validate_only: bool = False
 
-    def __init__(self, group_id: str, configs: dict[str, str | None], incremental: bool = True, validate_only: bool = False) -> None:
-        self.group_id = group_id
-        self.configs = dict(configs)
-        self.incremental = incremental
-        self.validate_only = validate_only
+    def __post_init__(self) -> None:
+        self.configs = dict(self.configs)
 
 
 class GroupConfigsAltered(_Msg):
     """Reply to :class:`AlterGroupConfigs`: ``error`` (``INVALID_CONFIG`` …), ``message`` and the
     overrides in force afterwards."""
 
-    __slots__ = ("group_id", "error", "message", "configs")
+    group_id: str
+    error: str = "NONE"
+    message: str = ""
+    configs: dict[str, str] | None = None
 
-    def __init__(self, group_id: str, error: str = "NONE", message: str = "", configs: dict[str, str] | None = None) -> None:
-        self.group_id = group_id
-        self.error = error
-        self.message = message
-        self.configs = dict(configs or {})
+    def __post_init__(self) -> None:
+        self.configs = dict(self.configs or {})
 
 
 class DescribeGroupConfigs(_Msg):
     """DescribeConfigs on the GROUP resource. Reply: :class:`GroupConfigsDescribed`."""
 
-    __slots__ = ("group_id",)
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
+    group_id: str
 
 
 class GroupConfigsDescribed(_Msg):
     """The effective share-group configs (key → value string) and which of them are overrides."""
 
-    __slots__ = ("group_id", "configs", "overrides")
+    group_id: str
+    configs: dict[str, str]
+    overrides: tuple[str, ...]
 
-    def __init__(self, group_id: str, configs: dict[str, str], overrides: tuple[str, ...]) -> None:
-        self.group_id = group_id
-        self.configs = dict(configs)
-        self.overrides = tuple(overrides)
+    def __post_init__(self) -> None:
+        self.configs = dict(self.configs)
+        self.overrides = tuple(self.overrides)
 
 
 class DeleteShareGroupState(_Msg):
@@ -397,23 +367,23 @@ class DeleteShareGroupState(_Msg):
     (DeleteShareGroupOffsets) or ``None`` for the whole group (DeleteGroups). Both need the group
     to be EMPTY (NON_EMPTY_GROUP). Reply: :class:`ShareGroupStateDeleted`."""
 
-    __slots__ = ("group_id", "partitions")
+    group_id: str
+    partitions: tuple[tuple[str, int], ...] | None = None
 
-    def __init__(self, group_id: str, partitions: tuple[tuple[str, int], ...] | None = None) -> None:
-        self.group_id = group_id
-        self.partitions = None if partitions is None else tuple(partitions)
+    def __post_init__(self) -> None:
+        self.partitions = None if self.partitions is None else tuple(self.partitions)
 
 
 class ShareGroupStateDeleted(_Msg):
     """Reply to :class:`DeleteShareGroupState`: top-level error and per-partition results."""
 
-    __slots__ = ("group_id", "error", "message", "partitions")
+    group_id: str
+    error: str = "NONE"
+    message: str = ""
+    partitions: tuple[PartitionResult, ...] = ()
 
-    def __init__(self, group_id: str, error: str = "NONE", message: str = "", partitions: tuple[PartitionResult, ...] = ()) -> None:
-        self.group_id = group_id
-        self.error = error
-        self.message = message
-        self.partitions = tuple(partitions)
+    def __post_init__(self) -> None:
+        self.partitions = tuple(self.partitions)
 
 
 class AlterShareGroupOffsets(_Msg):
@@ -424,11 +394,11 @@ class AlterShareGroupOffsets(_Msg):
     ``InitializeShareGroupState``). Reply: :class:`ShareGroupStateDeleted` (top-level error and
     per-partition results)."""
 
-    __slots__ = ("group_id", "partitions")
+    group_id: str
+    partitions: tuple[tuple[str, int, int], ...]
 
-    def __init__(self, group_id: str, partitions: tuple[tuple[str, int, int], ...]) -> None:
-        self.group_id = group_id
-        self.partitions = tuple(partitions)
+    def __post_init__(self) -> None:
+        self.partitions = tuple(self.partitions)
 
 
 class DeleteShareGroupOffsets(_Msg):
@@ -439,31 +409,25 @@ class DeleteShareGroupOffsets(_Msg):
     requested topic (partition -1): NONE, or UNKNOWN_TOPIC_OR_PARTITION "There is no offset
     information to delete." when the group has no state for the topic."""
 
-    __slots__ = ("group_id", "topic_ids")
+    group_id: str
+    topic_ids: tuple[str, ...]
 
-    def __init__(self, group_id: str, topic_ids: tuple[str, ...]) -> None:
-        self.group_id = group_id
-        self.topic_ids = tuple(topic_ids)
+    def __post_init__(self) -> None:
+        self.topic_ids = tuple(self.topic_ids)
 
 
 class GetShareGroupState(_Msg):
     """Audit/test: ask for the actor's durable state as a plain dict. Reply: :class:`ShareGroupStateDump`."""
 
-    __slots__ = ("group_id",)
-
-    def __init__(self, group_id: str) -> None:
-        self.group_id = group_id
+    group_id: str
 
 
 class ShareGroupStateDump(_Msg):
     """The durable state (membership and share partitions) as JSON-able dicts, and the stream version."""
 
-    __slots__ = ("group_id", "stream_version", "state")
-
-    def __init__(self, group_id: str, stream_version: int, state: dict[str, Any]) -> None:
-        self.group_id = group_id
-        self.stream_version = stream_version
-        self.state = state
+    group_id: str
+    stream_version: int
+    state: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,7 +449,5 @@ class Passivate(_Msg):
     """Ask the actor to save a snapshot and exit now (the parent's memory pressure, tests). The
     actor answers nothing; the parent sees ``ChildActorExited``."""
 
-    __slots__ = ("group_id",)
+    group_id: str = ""
 
-    def __init__(self, group_id: str = "") -> None:
-        self.group_id = group_id

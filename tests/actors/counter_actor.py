@@ -20,19 +20,13 @@ class CounterAdded:
 
 
 class Add(_Msg):
-    __slots__ = ("amount", "expected_version")
-
-    def __init__(self, amount: int, expected_version: int | None = None) -> None:
-        self.amount = amount
-        self.expected_version = expected_version
+    amount: int
+    expected_version: int | None = None
 
 
 class Added(_Msg):
-    __slots__ = ("total", "version")
-
-    def __init__(self, total: int, version: int) -> None:
-        self.total = total
-        self.version = version
+    total: int
+    version: int
 
 
 class CounterActor(EventSourcedActor):

@@ -33,27 +33,19 @@ class Incremented(DomainEvent):
 class Increment(_Msg):
     """Add ``by``; reply :class:`Count`."""
 
-    __slots__ = ("by",)
-
-    def __init__(self, by: int = 1) -> None:
-        self.by = by
+    by: int = 1
 
 
 class GetCount(_Msg):
     """Reply :class:`Count`."""
 
-    __slots__ = ()
-
 
 class Count(_Msg):
     """The counter ``value`` of ``name`` and the ``pid`` of the process holding it."""
 
-    __slots__ = ("name", "value", "pid")
-
-    def __init__(self, name: str, value: int, pid: int) -> None:
-        self.name = name
-        self.value = value
-        self.pid = pid
+    name: str
+    value: int
+    pid: int
 
 
 class CounterActor(EventSourcedActor):
@@ -115,26 +107,18 @@ class FailingActor(ShoalActor):
 class Seen(_Msg):
     """What a :class:`FrontierCollector` saw: ``(collection_id, old, new)`` triples."""
 
-    __slots__ = ("changes",)
-
-    def __init__(self, changes: list[tuple[str, Any, Any]]) -> None:
-        self.changes = changes
+    changes: list[tuple[str, Any, Any]]
 
 
 class Watch(_Msg):
     """Tell a :class:`FrontierCollector` to subscribe to ``controller`` with ``prefix``."""
 
-    __slots__ = ("controller", "prefix")
-
-    def __init__(self, controller: Any, prefix: str = "") -> None:
-        self.controller = controller
-        self.prefix = prefix
+    controller: Any
+    prefix: str = ""
 
 
 class WhatDidYouSee(_Msg):
     """Reply :class:`Seen`."""
-
-    __slots__ = ()
 
 
 class FrontierCollector(ShoalActor):

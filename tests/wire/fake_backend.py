@@ -222,7 +222,8 @@ class FakeBackend:
             m["epoch"] += 1
         return HeartbeatResult(None, member_id=member_id, member_epoch=m["epoch"], heartbeat_interval_ms=1000, assignment=assignment if changed or epoch == 0 else None)
 
-    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode=0, batch_size=None, is_renew_ack=False):
+    def share_fetch(self, group, member, epoch, wanted, forgotten, acks, max_records, max_wait_ms, acquire_mode=0, batch_size=None, is_renew_ack=False,
+                    session_node=-1):
         self.acks.extend(acks)
         by_id = {t.topic_id: t.name for t in self._topics.values()}
         parts = []
@@ -243,7 +244,7 @@ class FakeBackend:
             parts.append(ShareFetchPartition(tid, p, records=data, acquired=tuple(acq)))
         return ShareFetchResult(None, lock_timeout_ms=30000, partitions=tuple(parts))
 
-    def share_acknowledge(self, group, member, epoch, acks):
+    def share_acknowledge(self, group, member, epoch, acks, session_node=-1):
         self.acks.extend(acks)
         return ShareFetchResult(None, partitions=tuple(ShareFetchPartition(a.topic_id, a.partition) for a in acks))
 
