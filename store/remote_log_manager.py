@@ -345,6 +345,33 @@ def plan_reconciliation(
 # =========================================================================== the runner
 
 
+def parse_epoch_checkpoint(data: bytes) -> list[tuple[int, int]]:
+    """The ``(epoch, start offset)`` entries of a leader-epoch checkpoint (Kafka's text format:
+    version ``0``, a count, then ``epoch start_offset`` lines), as the ``LEADER_EPOCH`` index of a
+    remote segment holds them. Raises ``ValueError`` for another version or a malformed file."""
+    lines = data.decode().split("\n")
+    if not lines or lines[0].strip() != "0":
+        raise ValueError(f"unsupported leader-epoch checkpoint version {lines[0]!r}" if lines else "empty checkpoint")
+    n = int(lines[1])
+    out = []
+    for line in lines[2 : 2 + n]:
+        e, o = line.split()
+        out.append((int(e), int(o)))
+    if len(out) != n:
+        raise ValueError(f"leader-epoch checkpoint lists {len(out)} entries, says {n}")
+    return out
+
+
+def segment_before_local_start(segments: Iterable[RemoteLogSegmentMetadata], local_log_start: int) -> Optional[RemoteLogSegmentMetadata]:
+    """The COPY_SEGMENT_FINISHED remote segment that holds ``local_log_start - 1`` (the leader's
+    last offset in the remote tier only), or ``None``: what a follower restores its leader-epoch
+    cache from when the leader's local log starts above the follower's log end (Kafka
+    ``ReplicaFetcherTierStateMachine#buildRemoteLogAuxState``)."""
+    target = local_log_start - 1
+    found = [md for md in segments if md.state == _CF and md.start_offset <= target <= md.end_offset]
+    return max(found, key=lambda md: (max(e for e, _ in md.segment_leader_epochs), md.event_timestamp_ms), default=None)
+
+
 def _epoch_checkpoint_bytes(entries: Sequence[tuple[int, int]]) -> bytes:
     """Kafka's leader-epoch checkpoint text for the uploaded ``LEADER_EPOCH`` index."""
     return (f"0\n{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)).encode()
@@ -383,6 +410,9 @@ class RemoteLogManager:
         self.task_interval_ms = task_interval_ms
         self.clock = clock
         self._partitions: dict[TopicIdPartition, _PartitionState] = {}
+        #: the tiered partitions this node follows (a cluster): their highest offset in remote
+        #: storage is followed from the RLMM, so local retention applies to them too
+        self._followers: dict[TopicIdPartition, PartitionLog] = {}
         self._being_copied: set[RemoteLogSegmentId] = set()
         self._lock = threading.RLock()
         self._index_cache: dict[RemoteLogSegmentId, tuple[list[int], list[int]]] = {}
@@ -390,13 +420,31 @@ class RemoteLogManager:
         self._stop = threading.Event()
 
     # ----------------------------------------------------------------- registration
-    def on_leadership_change(self, leaders: Mapping[TopicIdPartition, PartitionLog]) -> None:
-        """Register partitions this broker leads (with ``remote.storage.enable=true``) and tell
-        the RLMM (Kafka ``onLeadershipChange``). Copy state is recomputed on the next run."""
+    def on_leadership_change(self, leaders: Mapping[TopicIdPartition, PartitionLog],
+                             followers: Mapping[TopicIdPartition, PartitionLog] | None = None) -> None:
+        """Register partitions this broker leads (with ``remote.storage.enable=true``) and those
+        it follows, and tell the RLMM (Kafka ``onLeadershipChange``): a leader copies, expires
+        and serves reads (its copy state is recomputed on the next run); a follower follows the
+        highest offset in remote storage from the RLMM (Kafka's ``RLMFollowerTask``), so its
+        local retention deletes what is tiered, and can rebuild its log's start from the remote
+        tier (:meth:`build_remote_log_aux_state`). A partition changes role by being named in
+        the other mapping."""
+        followers = dict(followers or {})
         with self._lock:
             for tp, plog in leaders.items():
-                self._partitions[tp] = _PartitionState(plog)
-            self.rlmm.on_partition_leadership_changes(set(leaders), set())
+                self._followers.pop(tp, None)
+                st = self._partitions.get(tp)
+                if st is None or st.log is not plog:
+                    self._partitions[tp] = _PartitionState(plog)
+            for tp, plog in followers.items():
+                self._partitions.pop(tp, None)
+                self._followers[tp] = plog
+            self.rlmm.on_partition_leadership_changes(set(leaders), set(followers))
+
+    def role(self, tp: TopicIdPartition) -> str | None:
+        """``"leader"``, ``"follower"`` or ``None`` (not registered)."""
+        with self._lock:
+            return "leader" if tp in self._partitions else "follower" if tp in self._followers else None
 
     def stop_partitions(self, partitions: Iterable[TopicIdPartition], *, delete: bool = False) -> None:
         """Stop tiering ``partitions`` (Kafka ``stopPartitions``); with ``delete=True`` (topic
@@ -407,6 +455,7 @@ class RemoteLogManager:
                 if delete:
                     self.delete_remote_log_partition(tp, self.clock())
                 self._partitions.pop(tp, None)
+                self._followers.pop(tp, None)
             self.rlmm.on_stop_partitions(set(parts))
 
     def partition_log(self, tp: TopicIdPartition) -> PartitionLog:
@@ -438,7 +487,53 @@ class RemoteLogManager:
                         # a failed step may have left COPY_SEGMENT_STARTED / DELETE_SEGMENT_STARTED
                         # metadata or data behind: the next pass reconciles again before copying
                         st.reconciled = False
+            for tp in list(self._followers):
+                try:
+                    if self.rlmm.is_ready(tp):
+                        stats["local_deleted"] += len(self.follower_task(tp, now_ms))
+                except Exception:  # noqa: BLE001 - as above
+                    log.exception("remote log manager follower task failed for %s", tp)
         return stats
+
+    def follower_task(self, tp: TopicIdPartition, now_ms: int) -> list:
+        """Kafka's ``RLMFollowerTask`` for a followed partition: its highest offset in remote
+        storage from the RLMM (:func:`find_highest_remote_offset` over its own leader-epoch cache,
+        capped at its log end), then the local retention pass, which deletes only segments
+        already in the remote tier. Returns the local segments deleted."""
+        with self._lock:
+            plog = self._followers[tp]
+            entries = [(e.epoch, e.start_offset) for e in plog.leader_epoch_cache.entries()]
+            off, _ = find_highest_remote_offset(entries, plog.log_end_offset, lambda e: self.rlmm.highest_offset_for_epoch(tp, e))
+            if off >= 0:
+                plog.update_highest_offset_in_remote_storage(off)
+            return plog.delete_old_segments(now_ms)
+
+    def build_remote_log_aux_state(self, tp: TopicIdPartition, plog: PartitionLog, local_log_start: int, leader_log_start: int,
+                                   now_ms: int) -> None:
+        """A follower whose log ends below the leader's local log start (the leader answered its
+        Fetch OFFSET_MOVED_TO_TIERED_STORAGE): restore the leader-epoch entries below
+        ``local_log_start`` from the ``LEADER_EPOCH`` index of the remote segment that holds
+        ``local_log_start - 1`` (:func:`segment_before_local_start`), restart the log empty at
+        ``local_log_start`` with the leader's log start offset ``leader_log_start`` below it, and
+        record the highest offset in remote storage (Kafka
+        ``ReplicaFetcherTierStateMachine#buildRemoteLogAuxState``). Deviation: no producer-state
+        snapshot is restored (Shoal uploads none); idempotent producers' state rebuilds from the
+        batches fetched from then on. Raises :class:`RemoteStorageException` when the RLMM has no
+        such segment or its index cannot be read (the fetcher backs off and tries again)."""
+        with self._lock:
+            md = segment_before_local_start(self.rlmm.list_remote_log_segments(tp), local_log_start) if local_log_start > leader_log_start else None
+            entries: list[tuple[int, int]] = []
+            if md is not None:
+                with self.rsm.fetch_index(md, IndexType.LEADER_EPOCH) as f:
+                    entries = [(e, o) for e, o in parse_epoch_checkpoint(f.read()) if o < local_log_start]
+            elif local_log_start > leader_log_start:
+                raise RemoteStorageException(f"{tp}: no remote segment holds offset {local_log_start - 1}, the leader's last tiered offset")
+            plog.truncate_fully_and_start_at(local_log_start, now_ms, log_start_offset=leader_log_start)
+            for e, o in entries:
+                plog.leader_epoch_cache.assign(e, o)
+            plog.leader_epoch_cache.flush()
+            if md is not None:
+                plog.update_highest_offset_in_remote_storage(local_log_start - 1)
 
     def copy_log_segments_to_remote(self, tp: TopicIdPartition, now_ms: int) -> list[RemoteLogSegmentMetadata]:
         """Kafka ``RLMCopyTask#copyLogSegmentsToRemote``: upload every rolled segment whose end

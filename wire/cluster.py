@@ -41,6 +41,7 @@ from kio.static.primitive import i16, i32, i64, u16
 
 from actors.controller.cluster import NO_CONTROLLER, BrokerRegistration
 from actors.controller.state import ControllerState, apply
+from actors.controller.topics import effective_topic_config
 from events.controller import STREAM_ID, BrokerEndpoint
 from wire.cluster_view import PartitionState
 from wire.entities import error_name
@@ -199,6 +200,12 @@ class ClusterMetadata:
         self._brokers: dict[int, BrokerRegistration] = {}
         self._controller = (NO_CONTROLLER, 0)
         self._callbacks: list[Callable[[Iterable[tuple[str, int]]], None]] = []
+        #: topic → its config overrides and dynamic broker configs as last published, the
+        #: effective configs computed from them, and who is told when they change
+        self._topic_overrides: dict[str, Any] = {}
+        self._broker_configs: dict[str, dict[str, str]] = {}
+        self._topic_configs: dict[str, dict[str, str]] = {}
+        self._config_callbacks: list[Callable[[Iterable[str]], None]] = []
         self._changed = threading.Condition()
         self._version = 0
         self._stop = threading.Event()
@@ -299,6 +306,16 @@ class ClusterMetadata:
             for p in t.partitions:
                 parts[(name, p.partition)] = PartitionState(tuple(p.replicas), tuple(p.isr), p.leader, p.leader_epoch, p.partition_epoch)
         changed = [k for k, v in parts.items() if self._parts.get(k) != v] + [k for k in self._parts if k not in parts]
+        overrides = {name: dict(t.configs) for name, t in st.topics.topics.items()}  # copies: a fold may change them in place
+        brokers_changed = st.topics.dynamic_broker_configs != self._broker_configs
+        stale = [n for n, c in overrides.items() if brokers_changed or self._topic_overrides.get(n, None) != c or n not in self._topic_configs]
+        reconfigured = [n for n in stale if n in self._topic_overrides]
+        configs = {n: c for n, c in self._topic_configs.items() if n in overrides}
+        for n in stale:  # computed here, under the fold: a reader never waits for a fold (LogRegistry.open calls topic_config)
+            configs[n] = {k: v for k, v in effective_topic_config(st.topics, n).items() if v is not None}
+        self._topic_overrides = overrides
+        self._broker_configs = {k: dict(v) for k, v in st.topics.dynamic_broker_configs.items()}
+        self._topic_configs = configs
         with self._changed:
             self._parts = parts
             self._topic_ids = ids
@@ -313,6 +330,12 @@ class ClusterMetadata:
                     cb(changed)
                 except Exception:
                     log.exception("metadata subscriber failed")
+        if reconfigured:
+            for ccb in list(self._config_callbacks):
+                try:
+                    ccb(reconfigured)
+                except Exception:
+                    log.exception("topic config subscriber failed")
 
     def wait_for(self, predicate: Callable[["ClusterMetadata"], bool], timeout_s: float) -> bool:
         """Block until ``predicate(self)`` holds after some fold (or already does); False on timeout."""
@@ -376,6 +399,21 @@ class ClusterMetadata:
         """Call ``callback(changed_partitions)`` from the follow thread after each fold that
         changed partition registrations."""
         self._callbacks.append(callback)
+
+    def on_config_change(self, callback: Callable[[Iterable[str]], None]) -> None:
+        """Call ``callback(topic names)`` from the follow thread after each fold that changed the
+        config overrides of existing topics or the dynamic broker configs (IncrementalAlterConfigs
+        on any node)."""
+        self._config_callbacks.append(callback)
+
+    def topic_config(self, topic: str) -> dict[str, str]:
+        """The effective configs of ``topic`` in this image: every topic config key with a value
+        (its override, else the broker's, else Kafka's default), as the controller describes them
+        (``actors.controller.topics.effective_topic_config``). A node opening the log of a
+        partition its image just gained has these at once, where the controller client's cache
+        may not yet know the topic. Raises ``KeyError`` for a topic the image lacks. Never waits
+        for a fold (the configs are computed when a fold publishes them)."""
+        return dict(self._topic_configs[topic])
 
     def channel(self, node_id: int) -> BrokerChannel | None:
         """The shared :class:`BrokerChannel` to ``node_id``'s inter-broker endpoint (``None``

@@ -31,7 +31,7 @@ import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from kio.schema.allocate_producer_ids.v0.request import AllocateProducerIdsRequest
 from kio.static.primitive import i32, i64
@@ -558,15 +558,21 @@ class Daemon:
 
     def __init__(self, cfg: Mapping[str, str], cluster_view: Any = None) -> None:
         self.cfg = dict(cfg)
-        if cluster_enabled(self.cfg) and self.cfg.get("remote.log.storage.system.enable", "true").lower() == "true":
-            # Tiered storage is one node's today: its RLMM partitions and segment copies are not
-            # placed per leader yet, so two nodes would copy and record the same segments. A
-            # cluster runs without it (Kafka's answer to remote.storage.enable=true is then
-            # INVALID_CONFIG, "Tiered Storage functionality is disabled in the broker").
-            log.warning("tiered storage (remote.log.storage.system.enable) is not supported on a cluster yet: disabled")
+        if (cluster_enabled(self.cfg) and self.cfg.get("remote.log.storage.system.enable", "true").lower() == "true"
+                and not self.cfg.get("shoal.remote.storage.dir")):
+            # The remote tier of a cluster is one store every node reads and the leader of each
+            # partition writes (Kafka's RemoteStorageManager: S3, HDFS …); a node's own
+            # <data>/remote is not one. Without a shared directory the cluster runs without
+            # tiered storage (Kafka's answer to remote.storage.enable=true is then INVALID_CONFIG,
+            # "Tiered Storage functionality is disabled in the broker").
+            log.warning("tiered storage on a cluster needs shoal.remote.storage.dir, a directory every node shares: disabled")
             self.cfg["remote.log.storage.system.enable"] = "false"
         self.cluster_view = cluster_view
         self.fetchers: Any = None
+        #: tiered storage (set by _start_remote_log_manager): the cluster image's changes → each
+        #: tiered partition's role in the RemoteLogManager; a follower's rebuild from the remote tier
+        self._tiered_roles_changed: Callable[[Any], None] | None = None
+        self._rebuild_from_remote: Callable[[Any, int, int], bool] | None = None
         #: deletes the logs of replicas a reassignment moved off this node (a cluster only)
         self.stray_replicas: StrayReplicaCleaner | None = None
         self.data_dir = Path(self.cfg["shoal.data.dir"])
@@ -646,6 +652,19 @@ class Daemon:
                 consumers.is_coordinator = shares.is_coordinator = self.backend.is_coordinator
                 if self.cluster_view is None:
                     self.logs.use_cluster(self.cluster)  # the data plane follows the image
+                    # a replica's log takes its topic's configs from the image it was opened by
+                    # (the controller client's cache may not know a new topic yet), and follows
+                    # config changes made through any node
+                    image, logs_ = self.cluster, self.logs
+
+                    def topic_config(topic: str, ask: Any = controller.topic_config) -> Mapping[str, str]:
+                        try:
+                            return image.topic_config(topic)
+                        except KeyError:
+                            return ask(topic)
+
+                    self.logs._topic_config = topic_config  # noqa: SLF001 - wiring
+                    image.on_config_change(lambda names: [logs_.reconfigure(n) for n in names])
             forwarder = None
             if clustered:
                 cluster, backend = self.cluster, self.backend
@@ -675,7 +694,10 @@ class Daemon:
 
                 logs = self.logs
                 self.fetchers = ReplicaFetcherManager(view, logs.open, FetcherConfig.from_config(self.cfg), all_partitions,
-                                                      lambda key: logs.notify(*key)).start()
+                                                      lambda key: logs.notify(*key), self._rebuild_from_remote).start()
+                if self._tiered_roles_changed is not None:  # tiered storage on a cluster: each node's role per partition
+                    view.on_change(self._tiered_roles_changed)
+                    self._tiered_roles_changed(all_partitions())
                 # a reassignment that moved a replica off this node: its log is deleted (after the
                 # fetchers let it go); stray logs of such partitions are deleted at start-up
                 delay_s = int(self.cfg.get("shoal.cluster.stray.replica.delete.delay.ms", "2000")) / 1000
@@ -913,7 +935,15 @@ class Daemon:
         ``remote.storage.enable=true`` are registered as their logs open; reads below the local
         log start go to the remote tier. ``shoal.rlmm.mode``: ``actors`` (default, one supervised
         RLMM actor per metadata partition) or ``in-process`` (the same event-sourced manager inside
-        the listener process: fewer processes, no supervision)."""
+        the listener process: fewer processes, no supervision).
+
+        On a cluster the remote tier is ``shoal.remote.storage.dir``, shared by every node; the
+        RLMM is the in-process one with ``read_through`` (every node appends to the shared
+        metadata partitions); each tiered partition is registered as this node's role in it —
+        its leader copies, expires and serves remote reads, its followers follow the highest
+        offset in remote storage and rebuild their log start from the remote tier when the
+        leader answers OFFSET_MOVED_TO_TIERED_STORAGE — and re-registered on every change of the
+        cluster image (``_tiered_roles_changed``, ``_rebuild_from_remote``)."""
         if self.cfg.get("remote.log.storage.system.enable", "true").lower() != "true":
             return
         from actors.rlmm.manager import EventSourcedRemoteLogMetadataManager
@@ -923,7 +953,12 @@ class Daemon:
 
         rsm = LocalDirectoryRemoteStorageManager(self.cfg.get("shoal.remote.storage.dir") or str(self.data_dir / "remote"))
         mode = self.cfg.get("shoal.rlmm.mode", "actors")
-        if mode == "actors":
+        clustered = cluster_enabled(self.cfg)
+        if clustered:
+            # every node appends to and reads the shared metadata partitions: the in-process RLMM,
+            # folding what the other nodes appended before each read
+            rlmm = EventSourcedRemoteLogMetadataManager.from_config(event_log_for(self.cfg), self.cfg, read_through=True)
+        elif mode == "actors":
             rlmm = self._rlmm_actors(controller)
         elif mode == "in-process":
             rlmm = EventSourcedRemoteLogMetadataManager.from_config(event_log_for(self.cfg), self.cfg)
@@ -938,14 +973,71 @@ class Daemon:
             key = (lg.topic, lg.partition)
             tp = tps.get(key)
             if tp is None:
-                ids = {v: k for k, v in controller.names_by_id().items()}
-                tp = TopicIdPartition(uuid.UUID(ids[lg.topic]), lg.topic, lg.partition)
+                # a cluster's image knows a topic as soon as this node opens its log (the
+                # controller client's cache may not yet)
+                image_id = getattr(self.logs.cluster, "topic_id", None) if self.logs is not None else None
+                tid = image_id(lg.topic) if image_id is not None else None
+                if tid is None:
+                    tid = uuid.UUID({v: k for k, v in controller.names_by_id().items()}[lg.topic])
+                tp = TopicIdPartition(tid, lg.topic, lg.partition)
                 tps[key] = tp
             return tp
 
+        node_id = int(self.cfg.get("node.id", "1"))
+
+        def tiered_role(lg: Any) -> None:
+            """Register the tiered log with the RLM as this node's role in it: leader (copies,
+            expires, serves remote reads) or follower (follows the highest offset in remote
+            storage); a replica no longer here, or a partition the image no longer has, is left
+            to drop_partition / drop_topic."""
+            assert self.logs is not None
+            ps = self.logs.cluster.partition_state(lg.topic, lg.partition)
+            if ps is None or not lg.config.remote_storage_enable:
+                return
+            tp = tp_of(lg)
+            if ps.leader == node_id:
+                if rlm.role(tp) != "leader":
+                    rlm.on_leadership_change({tp: lg})
+            elif node_id in ps.replicas:
+                if rlm.role(tp) != "follower":
+                    rlm.on_leadership_change({}, {tp: lg})
+
         def on_open(lg: Any) -> None:
-            if lg.config.remote_storage_enable:
-                rlm.on_leadership_change({tp_of(lg): lg})
+            try:
+                tiered_role(lg)
+            except Exception:  # noqa: BLE001 - the log opens; the next image change registers it
+                log.exception("registering %s-%d with the remote log manager", lg.topic, lg.partition)
+
+        def roles_changed(keys: Any) -> None:
+            assert self.logs is not None
+            for topic, partition in keys:
+                lg = self.logs.get(topic, partition)
+                ps = self.logs.cluster.partition_state(topic, partition)
+                if lg is None and ps is not None and ps.leader == node_id and self.logs.config_of(topic).remote_storage_enable:
+                    lg = self.logs.open(topic, partition)  # a leader copies whether or not clients came yet (opening registers it)
+                elif lg is not None:
+                    tiered_role(lg)
+
+        def rebuild_from_remote(key: Any, local_start: int, leader_log_start: int) -> bool:
+            """OFFSET_MOVED_TO_TIERED_STORAGE from the leader: rebuild this follower's log start
+            from the remote tier (RemoteLogManager.build_remote_log_aux_state)."""
+            assert self.logs is not None
+            lg = self.logs.open(*key)
+            tp = tp_of(lg)
+            if rlm.role(tp) is None:
+                rlm.on_leadership_change({}, {tp: lg})
+            if not rlm.rlmm.is_ready(tp):
+                return False
+            try:
+                rlm.build_remote_log_aux_state(tp, lg, local_start, leader_log_start, int(time.time() * 1000))
+                log.info("%s-%d: rebuilt from the remote tier: local log start %d, log start %d", key[0], key[1], local_start, leader_log_start)
+                return True
+            except Exception as exc:  # noqa: BLE001 - the fetcher backs off and asks again
+                log.warning("rebuilding %s-%d from the remote tier: %s", key[0], key[1], exc)
+                return False
+
+        self._tiered_roles_changed = roles_changed
+        self._rebuild_from_remote = rebuild_from_remote
 
         def remote_read(lg: Any, offset: int, max_bytes: int) -> bytes:
             return rlm.read(tp_of(lg), offset, max_bytes).records
@@ -955,9 +1047,12 @@ class Daemon:
                 return rlm.fetch_offset_by_timestamp(tp_of(lg), timestamp)
             return lg.fetch_offset_by_timestamp(timestamp)
 
-        def on_drop(lg: Any) -> None:
+        def on_drop(lg: Any, topic_deleted: bool) -> None:
             if lg.config.remote_storage_enable:
-                rlm.stop_partitions([tp_of(lg)], delete=True)
+                # the remote data goes with the topic, deleted by its leader (a replica moved off
+                # this node leaves it to the others)
+                tp = tp_of(lg)
+                rlm.stop_partitions([tp], delete=topic_deleted and (not clustered or rlm.role(tp) == "leader"))
 
         assert self.logs is not None
         self.logs.on_open = on_open

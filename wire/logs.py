@@ -81,7 +81,9 @@ class LogRegistry:
         self.waits = WaitSet()
         self.remote_read: Callable[[PartitionLog, int, int], bytes] | None = None
         self.on_open: Callable[[PartitionLog], None] | None = None
-        self.on_drop: Callable[[PartitionLog], None] | None = None
+        #: ``on_drop(log, topic_deleted)``: before a log is deleted — its topic was deleted
+        #: (:meth:`drop_topic`), or only this replica went (:meth:`drop_partition`)
+        self.on_drop: Callable[[PartitionLog, bool], None] | None = None
         self.offset_by_timestamp: Callable[[PartitionLog, int], Any] | None = None
         self.cluster: ClusterView = cluster if cluster is not None else StaticClusterView(0)
         #: a cluster node's :class:`wire.leader_reads.LeaderReads`: how a share group's
@@ -133,9 +135,14 @@ class LogRegistry:
         with self._lock:
             return dict(self._logs)
 
+    def config_of(self, topic: str) -> LogConfig:
+        """The :class:`LogConfig` a log of ``topic`` opens with now (its topic configs merged
+        over the broker's)."""
+        return LogConfig.from_properties(self._topic_config(topic))
+
     def reconfigure(self, topic: str) -> None:
         """Re-read ``topic``'s configs into its open logs (after IncrementalAlterConfigs)."""
-        cfg = LogConfig.from_properties(self._topic_config(topic))
+        cfg = self.config_of(topic)
         for (t, _p), lg in self.logs().items():
             if t == topic:
                 lg.config = cfg
@@ -156,7 +163,7 @@ class LogRegistry:
         for lg in victims:
             try:
                 if self.on_drop is not None:
-                    self.on_drop(lg)
+                    self.on_drop(lg, True)
                 lg.delete()
             except Exception:  # pragma: no cover - best effort on a deleted topic
                 log.exception("deleting %s-%d", lg.topic, lg.partition)
@@ -185,7 +192,7 @@ class LogRegistry:
                 del self._logs[key]
         try:
             if self.on_drop is not None:
-                self.on_drop(lg)
+                self.on_drop(lg, False)
             lg.delete()
         except Exception:  # pragma: no cover - best effort, as for a deleted topic
             log.exception("deleting %s-%d", topic, partition)
@@ -300,7 +307,8 @@ class LogRegistry:
     def _read_as_follower(self, topic: str, partition: int, offset: int, max_bytes: int, replica_id: int, current_leader_epoch: int) -> FetchedPartition:
         """A follower fetch (Kafka ``Partition.fetchRecords`` with ``FetchIsolation.LOG_END``):
         checks (:meth:`ReplicaManager.follower_fetch_check`), a read up to the LEO, then the
-        follower's state update; OFFSET_OUT_OF_RANGE outside the local log."""
+        follower's state update; OFFSET_OUT_OF_RANGE outside the local log, or
+        OFFSET_MOVED_TO_TIERED_STORAGE below the local log start of a tiered partition (KIP-405)."""
         err = self.replicas.follower_fetch_check(topic, partition, replica_id, current_leader_epoch)
         if err != "NONE":
             return FetchedPartition(err)
@@ -308,6 +316,10 @@ class LogRegistry:
         try:
             info = lg.read(offset, max_bytes, max_offset=lg.log_end_offset)
         except OffsetOutOfRangeError:
+            if lg.config.remote_storage_enable and lg.log_start_offset <= offset < lg.local_log_start_offset:
+                # KIP-405: the follower rebuilds its log start from the remote tier, then fetches
+                # from this log's local start (ReplicaFetcherTierStateMachine)
+                return FetchedPartition("OFFSET_MOVED_TO_TIERED_STORAGE", lg.high_watermark, lg.log_start_offset)
             return FetchedPartition("OFFSET_OUT_OF_RANGE", lg.high_watermark, lg.log_start_offset)
         err, hw = self.replicas.update_follower(topic, partition, replica_id, offset, current_leader_epoch)
         if err != "NONE":

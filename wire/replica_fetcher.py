@@ -29,10 +29,12 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.fetch.v12.response import FetchResponse
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic
 from kio.schema.offset_for_leader_epoch.v4.response import OffsetForLeaderEpochResponse
+from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i32, i64, i8
 
 from store.log.errors import OffsetOutOfRangeError
-from store.log.log import PartitionLog
+from store.log.log import EARLIEST_LOCAL_TIMESTAMP, PartitionLog
 from store import record_batch as rb
 from wire.cluster import BrokerChannel, RpcError
 from wire.cluster_view import NO_LEADER, ClusterView
@@ -112,9 +114,13 @@ class ReplicaFetcherThread:
         on_fenced: Callable[[Key, int], None] = lambda _k, _e: None,
         follows: Callable[[Key, int], bool] = lambda _k, _e: True,
         on_high_watermark: Callable[[Key], None] = lambda _k: None,
+        on_moved_to_tiered: Callable[[Key, int, int], bool] | None = None,
     ) -> None:
         self.node_id = node_id
         self.source = source
+        #: ``on_moved_to_tiered(key, leader local log start, leader log start) -> bool``: rebuild
+        #: the local log's start from the remote tier (KIP-405); ``None``: tiered storage is off
+        self._on_tiered = on_moved_to_tiered
         #: ``follows(key, leader_epoch)``: the metadata image still has ``source`` leading ``key``
         #: at that epoch; checked right before an answer is appended, so a round in flight when
         #: this node became leader (or the leader moved) writes nothing (Kafka's partitionMapLock)
@@ -349,7 +355,7 @@ class ReplicaFetcherThread:
                     continue
                 err = r.error_code.name.upper() if int(r.error_code.value) else "NONE"
                 if err != "NONE":
-                    self._handle_error(key, st, err, int(r.log_start_offset))
+                    self._handle_error(key, st, err, int(r.log_start_offset), conn)
                     continue
                 lg = self._log_of(*key)
                 if lg.log_end_offset != offsets[key]:
@@ -392,6 +398,23 @@ class ReplicaFetcherThread:
                 if leader_lso > lg.log_start_offset:
                     lg.maybe_increment_log_start_offset(leader_lso)
 
+    def _earliest_local_offset(self, conn: BrokerChannel, key: Key, leader_epoch: int) -> int | None:
+        """The leader's local log start offset of ``key`` (ListOffsets v9, EARLIEST_LOCAL_TIMESTAMP
+        -4, KIP-405), or ``None`` when it could not be asked."""
+        req = ListOffsetsRequest(replica_id=BrokerId(self.node_id), isolation_level=i8(0), topics=(ListOffsetsTopic(
+            name=TopicName(key[0]), partitions=(ListOffsetsPartition(partition_index=i32(key[1]), current_leader_epoch=i32(leader_epoch),
+                                                                     timestamp=i64(EARLIEST_LOCAL_TIMESTAMP)),)),))
+        try:
+            resp = conn.ask(2, 9, req)
+        except RpcError as exc:
+            log.info("ListOffsets EARLIEST_LOCAL of %s-%d from %d: %s", key[0], key[1], self.source, exc)
+            return None
+        for t in getattr(resp, "topics", ()):
+            for r in t.partitions:
+                if int(r.partition_index) == key[1] and not int(r.error_code.value) and int(r.offset) >= 0:
+                    return int(r.offset)
+        return None
+
     @staticmethod
     def _from(data: bytes, offset: int) -> bytes:
         """``data`` without the leading batches that end below ``offset`` (the leader returns the
@@ -403,13 +426,19 @@ class ReplicaFetcherThread:
             pos = h.position + h.size_in_bytes
         return data[pos:]
 
-    def _handle_error(self, key: Key, st: _PartitionFetchState, err: str, leader_lso: int = -1) -> None:
+    def _handle_error(self, key: Key, st: _PartitionFetchState, err: str, leader_lso: int = -1, conn: BrokerChannel | None = None) -> None:
         """A partition error from the leader (reference §7.3): FENCED_LEADER_EPOCH removes the
         partition until the metadata changes (``ReplicaFetcherManager.reconcile`` adds it back);
         OFFSET_OUT_OF_RANGE truncates fully to the leader's log start when the local log is
-        wholly below it, else truncates by epoch again; anything else backs off
-        ``replica.fetch.backoff.ms``."""
-        if err == "FENCED_LEADER_EPOCH":
+        wholly below it, else truncates by epoch again; OFFSET_MOVED_TO_TIERED_STORAGE (KIP-405:
+        the local log ends below the leader's local log start) asks the leader for that start
+        (ListOffsets EARLIEST_LOCAL) and rebuilds the log's start from the remote tier
+        (``on_moved_to_tiered``); anything else backs off ``replica.fetch.backoff.ms``."""
+        if err == "OFFSET_MOVED_TO_TIERED_STORAGE" and conn is not None and self._on_tiered is not None:
+            local_start = self._earliest_local_offset(conn, key, st.leader_epoch)
+            if local_start is None or not self._on_tiered(key, local_start, leader_lso):
+                self._backoff(key, st)
+        elif err == "FENCED_LEADER_EPOCH":
             self._fenced(key, st)
         elif err == "OFFSET_OUT_OF_RANGE":
             lg = self._log_of(*key)
@@ -430,7 +459,9 @@ class ReplicaFetcherManager:
     ``(topic, partition)`` pairs to consider at :meth:`start` (the view has no listing of its
     own); afterwards :meth:`reconcile` runs on every ``ClusterView.on_change``. A partition is
     followed when this node is a replica and another live node leads it. ``on_high_watermark(key)``
-    is called when a fetch round moved a followed partition's high watermark."""
+    is called when a fetch round moved a followed partition's high watermark;
+    ``on_moved_to_tiered`` is the fetchers' hook for OFFSET_MOVED_TO_TIERED_STORAGE
+    (:class:`ReplicaFetcherThread`)."""
 
     def __init__(
         self,
@@ -439,8 +470,10 @@ class ReplicaFetcherManager:
         config: FetcherConfig = FetcherConfig(),
         partitions: Callable[[], Iterable[Key]] = lambda: (),
         on_high_watermark: Callable[[Key], None] = lambda _k: None,
+        on_moved_to_tiered: Callable[[Key, int, int], bool] | None = None,
     ) -> None:
         self.view = view
+        self._on_tiered = on_moved_to_tiered
         self.node_id = view.node_id
         self._log_of = log_of
         self.config = config
@@ -482,7 +515,7 @@ class ReplicaFetcherManager:
                         f = ReplicaFetcherThread(
                             self.node_id, leader, lambda leader=leader: self.view.broker_endpoint(leader), self._log_of, self.config, self._fenced,
                             lambda k, e, leader=leader: (ps := self.view.partition_state(*k)) is not None and ps.leader == leader and ps.leader_epoch == e,
-                            self._on_hw,
+                            self._on_hw, self._on_tiered,
                         ).start()
                         self._fetchers[leader] = f
                     f.add(key, ps.leader_epoch)

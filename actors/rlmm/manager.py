@@ -184,7 +184,10 @@ class EventSourcedRemoteLogMetadataManager(RemoteLogMetadataManager):
     ``snapshot_interval_events`` (``shoal.rlmm.snapshot.interval.events``) triggers a snapshot of
     a metadata partition once that many events were folded since its last one; :meth:`close`
     snapshots every loaded partition. Reads do not poll the log (so lookups stay in memory);
-    call :meth:`catch_up` to see events appended by other writers. Thread-safe (one lock).
+    call :meth:`catch_up` to see events appended by other writers, or build it with
+    ``read_through=True`` (a cluster node, whose RLMM shares each metadata partition with the
+    other nodes) to fold a metadata partition's new events before each read of it (one query).
+    Thread-safe (one lock).
     ``partitioner`` overrides Kafka's partitioner (tests only, like Kafka's
     ``TopicBasedRemoteLogMetadataManagerMultipleSubscriptionsTest``).
     """
@@ -197,6 +200,7 @@ class EventSourcedRemoteLogMetadataManager(RemoteLogMetadataManager):
         snapshot_interval_events: int = DEFAULT_SNAPSHOT_INTERVAL_EVENTS,
         use_snapshots: bool = True,
         partitioner: Callable[[TopicIdPartition], int] | None = None,
+        read_through: bool = False,
     ) -> None:
         if num_partitions < 1:
             raise ValueError(f"remote.log.metadata.topic.num.partitions must be >= 1, got {num_partitions}")
@@ -205,6 +209,9 @@ class EventSourcedRemoteLogMetadataManager(RemoteLogMetadataManager):
         self.snapshot_interval_events = snapshot_interval_events
         self.use_snapshots = use_snapshots
         self._partitioner = partitioner
+        #: fold the metadata partition's new events before every read (a cluster: other nodes,
+        #: the leaders of other partitions of the same metadata partition, append to it too)
+        self.read_through = read_through
         self._partition_of: dict[TopicIdPartition, int] = {}
         self._states: dict[int, MetadataPartitionState] = {}
         self._snapshot_versions: dict[int, int] = {}
@@ -213,13 +220,15 @@ class EventSourcedRemoteLogMetadataManager(RemoteLogMetadataManager):
         self._lock = threading.RLock()
 
     @classmethod
-    def from_config(cls, event_log: EventLog, config: dict[str, Any]) -> "EventSourcedRemoteLogMetadataManager":
+    def from_config(cls, event_log: EventLog, config: dict[str, Any], read_through: bool = False) -> "EventSourcedRemoteLogMetadataManager":
         """Build from broker config keys (``remote.log.metadata.topic.num.partitions``,
-        ``shoal.rlmm.snapshot.interval.events``). Raises ``ValueError`` for out-of-range values."""
+        ``shoal.rlmm.snapshot.interval.events``) and ``read_through`` (see the class doc). Raises
+        ``ValueError`` for out-of-range values."""
         return cls(
             event_log,
             num_partitions=int(config.get("remote.log.metadata.topic.num.partitions", DEFAULT_NUM_PARTITIONS)),
             snapshot_interval_events=int(config.get("shoal.rlmm.snapshot.interval.events", DEFAULT_SNAPSHOT_INTERVAL_EVENTS)),
+            read_through=read_through,
         )
 
     # --- helpers -------------------------------------------------------------------------
@@ -301,6 +310,8 @@ class EventSourcedRemoteLogMetadataManager(RemoteLogMetadataManager):
         state = self._states.get(self.metadata_partition(tp))
         if state is None:
             raise RemoteResourceNotFoundException(f"No resource found for partition: {tp}")
+        if self.read_through:
+            catch_up(self.event_log, state)
         return state.cache_for_read(tp, tp in self._registered)
 
     # --- writes ----------------------------------------------------------------------------
@@ -360,6 +371,8 @@ class EventSourcedRemoteLogMetadataManager(RemoteLogMetadataManager):
             state = self._states.get(self.metadata_partition(topic_id_partition))
             if state is None:
                 raise RemoteResourceNotFoundException(f"No resource found for partition: {topic_id_partition}")
+            if self.read_through:
+                catch_up(self.event_log, state)
             cache = state.cache_for_read(topic_id_partition, topic_id_partition in self._registered)
             return sum(m.segment_size_in_bytes for m in cache.list_remote_log_segments(leader_epoch))
 

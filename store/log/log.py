@@ -915,11 +915,14 @@ class PartitionLog:
             self._write_meta()
             self._rebuild_producer_state(self._last_flush_ms)  # Kafka truncateTo reloads producer state
 
-    def truncate_fully_and_start_at(self, new_offset: int, now_ms: int) -> None:
-        """Delete every local segment and restart the (empty) log at ``new_offset``: log start,
-        log end, high watermark and recovery point all become ``new_offset``; the epoch cache
-        and producer state are cleared (Kafka ``UnifiedLog#truncateFullyAndStartAt``, used by a
-        follower whose whole log is below the leader's log start offset)."""
+    def truncate_fully_and_start_at(self, new_offset: int, now_ms: int, log_start_offset: int | None = None) -> None:
+        """Delete every local segment and restart the (empty) log at ``new_offset``: log end,
+        high watermark and recovery point become ``new_offset``, and so does the log start
+        offset unless ``log_start_offset`` (≤ ``new_offset``) is given — a follower rebuilding
+        from the remote tier keeps the leader's log start below its local log start; the epoch
+        cache and producer state are cleared (Kafka ``UnifiedLog#truncateFullyAndStartAt(newOffset,
+        logStartOffsetOpt)``, used by a follower whose whole log is below the leader's log start
+        offset, or below its local log start: KIP-405's ``buildRemoteLogAuxState``)."""
         with self._lock:
             self._ensure_open()
             for s in self._segments:
@@ -929,7 +932,7 @@ class PartitionLog:
             self._new_segment(new_offset, now_ms)
             self.leader_epoch_cache.truncate_from_end(0)
             self.producer_state = ProducerStateManager()
-            self._log_start_offset = new_offset
+            self._log_start_offset = new_offset if log_start_offset is None else min(log_start_offset, new_offset)
             self._high_watermark = new_offset
             self._recovery_point = new_offset
             self._write_meta()

@@ -45,10 +45,11 @@ NOT_LEADER_OR_FOLLOWER = 6
 class Cluster:
     """Nodes 1..3 of one cluster on 127.0.0.1: each keeps its data dir and ports across restarts."""
 
-    def __init__(self, daemon_factory, pg_url: str, base: Path) -> None:
+    def __init__(self, daemon_factory, pg_url: str, base: Path, overrides: dict[str, str] | None = None) -> None:
         self.factory = daemon_factory
         self.pg_url = pg_url
         self.base = base
+        self.overrides = dict(overrides or {})
         self.ports = {n: (free_port(), free_port()) for n in (1, 2, 3)}
         self.nodes = {n: self.start(n) for n in (1, 2, 3)}
 
@@ -58,7 +59,7 @@ class Cluster:
         proc = self.factory(
             d, self.ports[n][0], self.ports[n][1],
             **{"node.id": str(n), "log.dirs": str(d / "logs"), "event.log.url": self.pg_url,
-               "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"},
+               "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500", **self.overrides},
         )
         if hasattr(self, "nodes"):
             self.nodes[n] = proc
