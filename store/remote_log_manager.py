@@ -415,6 +415,9 @@ class RemoteLogManager:
         self._followers: dict[TopicIdPartition, PartitionLog] = {}
         self._being_copied: set[RemoteLogSegmentId] = set()
         self._lock = threading.RLock()
+        #: registrations (leader/follower/stop) take this one, not the pass lock :attr:`_lock`:
+        #: a pass iterates copies of the registrations and skips a partition that left meanwhile
+        self._reg_lock = threading.Lock()
         self._index_cache: dict[RemoteLogSegmentId, tuple[list[int], list[int]]] = {}
         self._thread: Optional[threading.Thread] = None
         self._stop = threading.Event()
@@ -430,7 +433,7 @@ class RemoteLogManager:
         tier (:meth:`build_remote_log_aux_state`). A partition changes role by being named in
         the other mapping."""
         followers = dict(followers or {})
-        with self._lock:
+        with self._reg_lock:  # not the pass lock: a pass may upload for seconds, a registration must not wait
             for tp, plog in leaders.items():
                 self._followers.pop(tp, None)
                 st = self._partitions.get(tp)
@@ -442,18 +445,19 @@ class RemoteLogManager:
             self.rlmm.on_partition_leadership_changes(set(leaders), set(followers))
 
     def role(self, tp: TopicIdPartition) -> str | None:
-        """``"leader"``, ``"follower"`` or ``None`` (not registered)."""
-        with self._lock:
-            return "leader" if tp in self._partitions else "follower" if tp in self._followers else None
+        """``"leader"``, ``"follower"`` or ``None`` (not registered). Never waits for a pass."""
+        return "leader" if tp in self._partitions else "follower" if tp in self._followers else None
 
     def stop_partitions(self, partitions: Iterable[TopicIdPartition], *, delete: bool = False) -> None:
         """Stop tiering ``partitions`` (Kafka ``stopPartitions``); with ``delete=True`` (topic
         deleted) their remote data is deleted first (:meth:`delete_remote_log_partition`)."""
-        with self._lock:
-            parts = list(partitions)
-            for tp in parts:
-                if delete:
+        parts = list(partitions)
+        if delete:
+            with self._lock:  # deleting remote data is a pass's work
+                for tp in parts:
                     self.delete_remote_log_partition(tp, self.clock())
+        with self._reg_lock:
+            for tp in parts:
                 self._partitions.pop(tp, None)
                 self._followers.pop(tp, None)
             self.rlmm.on_stop_partitions(set(parts))
@@ -472,9 +476,9 @@ class RemoteLogManager:
         with self._lock:
             for tp in list(self._partitions):
                 try:
-                    if not self.rlmm.is_ready(tp):
-                        continue
-                    st = self._partitions[tp]
+                    st = self._partitions.get(tp)
+                    if st is None or not self.rlmm.is_ready(tp):
+                        continue  # unregistered meanwhile, or its RLMM is not ready
                     if not st.reconciled:
                         self.reconcile(tp, now_ms)
                     stats["copied"] += len(self.copy_log_segments_to_remote(tp, now_ms))
@@ -489,7 +493,7 @@ class RemoteLogManager:
                         st.reconciled = False
             for tp in list(self._followers):
                 try:
-                    if self.rlmm.is_ready(tp):
+                    if tp in self._followers and self.rlmm.is_ready(tp):
                         stats["local_deleted"] += len(self.follower_task(tp, now_ms))
                 except Exception:  # noqa: BLE001 - as above
                     log.exception("remote log manager follower task failed for %s", tp)
@@ -501,7 +505,9 @@ class RemoteLogManager:
         capped at its log end), then the local retention pass, which deletes only segments
         already in the remote tier. Returns the local segments deleted."""
         with self._lock:
-            plog = self._followers[tp]
+            plog = self._followers.get(tp)
+            if plog is None:
+                return []
             entries = [(e.epoch, e.start_offset) for e in plog.leader_epoch_cache.entries()]
             off, _ = find_highest_remote_offset(entries, plog.log_end_offset, lambda e: self.rlmm.highest_offset_for_epoch(tp, e))
             if off >= 0:
@@ -694,7 +700,7 @@ class RemoteLogManager:
             st = self._partitions[tp]
             cleanup = getattr(self.rsm, "cleanup_incomplete", None)
             if cleanup is not None:
-                cleanup()
+                cleanup(tp)  # this partition's leftovers only: other leaders upload beside it
             lister = getattr(self.rsm, "list_segments", None)
             data_ids = set(lister(tp)) if lister is not None else None
             listed = list(self.rlmm.list_remote_log_segments(tp))

@@ -332,13 +332,14 @@ class LocalDirectoryRemoteStorageManager(RemoteStorageManager):
             _fsync_path(d.parent)
         shutil.rmtree(doomed)
 
-    def cleanup_incomplete(self) -> int:
-        """Remove staging and half-deleted directories left by a crash (startup). Returns how
-        many were removed."""
+    def cleanup_incomplete(self, tp: TopicIdPartition | None = None) -> int:
+        """Remove staging and half-deleted directories left by a crash: of partition ``tp``
+        only (a partition's leader repairs its own: on a cluster the others' uploads in progress
+        share the directory), or of every partition (``None``). Returns how many were removed."""
         n = 0
         if not self.root.is_dir():
             return 0
-        for part in self.root.iterdir():
+        for part in [self.partition_dir(tp)] if tp is not None else list(self.root.iterdir()):
             if not part.is_dir():
                 continue
             for p in part.iterdir():

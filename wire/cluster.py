@@ -324,18 +324,12 @@ class ClusterMetadata:
             self._controller = (st.cluster.controller_id, st.cluster.controller_epoch)
             self._version = st.version
             self._changed.notify_all()
-        if changed:
-            for cb in list(self._callbacks):
+        for subscribers, what in ((self._callbacks, changed), (self._config_callbacks, reconfigured)):
+            for cb in list(subscribers) if what else ():
                 try:
-                    cb(changed)
+                    cb(what)
                 except Exception:
                     log.exception("metadata subscriber failed")
-        if reconfigured:
-            for ccb in list(self._config_callbacks):
-                try:
-                    ccb(reconfigured)
-                except Exception:
-                    log.exception("topic config subscriber failed")
 
     def wait_for(self, predicate: Callable[["ClusterMetadata"], bool], timeout_s: float) -> bool:
         """Block until ``predicate(self)`` holds after some fold (or already does); False on timeout."""

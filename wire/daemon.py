@@ -664,7 +664,14 @@ class Daemon:
                             return ask(topic)
 
                     self.logs._topic_config = topic_config  # noqa: SLF001 - wiring
-                    image.on_config_change(lambda names: [logs_.reconfigure(n) for n in names])
+
+                    def reconfigured(names: Any) -> None:
+                        for n in names:
+                            logs_.reconfigure(n)
+                            if self._tiered_roles_changed is not None:  # remote.storage.enable may have changed
+                                self._tiered_roles_changed([k for k in logs_.logs() if k[0] == n])
+
+                    image.on_config_change(reconfigured)
             forwarder = None
             if clustered:
                 cluster, backend = self.cluster, self.backend
@@ -984,6 +991,7 @@ class Daemon:
             return tp
 
         node_id = int(self.cfg.get("node.id", "1"))
+        roles_lock = threading.Lock()
 
         def tiered_role(lg: Any) -> None:
             """Register the tiered log with the RLM as this node's role in it: leader (copies,
@@ -991,16 +999,19 @@ class Daemon:
             storage); a replica no longer here, or a partition the image no longer has, is left
             to drop_partition / drop_topic."""
             assert self.logs is not None
-            ps = self.logs.cluster.partition_state(lg.topic, lg.partition)
-            if ps is None or not lg.config.remote_storage_enable:
-                return
-            tp = tp_of(lg)
-            if ps.leader == node_id:
-                if rlm.role(tp) != "leader":
-                    rlm.on_leadership_change({tp: lg})
-            elif node_id in ps.replicas:
-                if rlm.role(tp) != "follower":
-                    rlm.on_leadership_change({}, {tp: lg})
+            with roles_lock:  # the image read and the registration as one step (the fold thread and log opens race)
+                ps = self.logs.cluster.partition_state(lg.topic, lg.partition)
+                if ps is None or not lg.config.remote_storage_enable:
+                    return
+                tp = tp_of(lg)
+                if ps.leader == node_id:
+                    if rlm.role(tp) != "leader":
+                        rlm.on_leadership_change({tp: lg})
+                elif node_id in ps.replicas:
+                    if rlm.role(tp) != "follower":
+                        rlm.on_leadership_change({}, {tp: lg})
+                elif rlm.role(tp) is not None:
+                    rlm.stop_partitions([tp])  # moved off this node: the remote data stays with the others
 
         def on_open(lg: Any) -> None:
             try:
@@ -1022,6 +1033,8 @@ class Daemon:
             """OFFSET_MOVED_TO_TIERED_STORAGE from the leader: rebuild this follower's log start
             from the remote tier (RemoteLogManager.build_remote_log_aux_state)."""
             assert self.logs is not None
+            if leader_log_start < 0 or local_start < leader_log_start:
+                return False  # not an answer to rebuild from: fetch again
             lg = self.logs.open(*key)
             tp = tp_of(lg)
             if rlm.role(tp) is None:

@@ -141,24 +141,23 @@ class _Watcher:
                 ch = self.channel if self.in_flight else None
                 if ch is not None:
                     self.restart = True
+                    # the poll in flight does not name the new partition: restart it now (under
+                    # the lock: the channel goes back to the pool only after the poll ends)
+                    ch.abort()
                 self.cond.notify_all()
             else:
                 entry[1] = time.monotonic()
                 if entry[0] > high_watermark:
                     return True
                 entry[0] = high_watermark  # the next poll asks from here (an older offset would answer at once)
-                ch = None
-        if ch is not None:
-            ch.abort()  # the poll in flight does not name the new partition: restart it now
         return False
 
     def stop(self) -> None:
         with self.cond:
             self.stopped = True
-            ch = self.channel
+            if self.channel is not None:
+                self.channel.abort()
             self.cond.notify_all()
-        if ch is not None:
-            ch.abort()
 
     def _run(self) -> None:
         backoff_s = 0.05
@@ -195,7 +194,8 @@ class _Watcher:
                 with self.cond:
                     self.channel = None
                     self.in_flight = frozenset()
-                self.owner.pool.give_back(ch, ok)
+                    restarted = self.restart  # an abort for a new partition, not a failure
+                self.owner.pool.give_back(ch, ok and not restarted)
             moved = []
             with self.cond:
                 restarted, self.restart = self.restart, False

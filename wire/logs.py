@@ -380,15 +380,21 @@ class LogRegistry:
         :meth:`batch_bounds` with ``any_replica``) or, without one, from the partition's leader
         with Fetch (:meth:`wire.leader_reads.LeaderReads.read`). Returns ``(FetchedPartition(error,
         high watermark, log start offset, records), [(base offset, last offset)] of those
-        records)``; the error is NOT_LEADER_OR_FOLLOWER when no replica and no leader can be read."""
-        if self.hosts(topic, partition):
+        records)``; the error is NOT_LEADER_OR_FOLLOWER when no replica and no leader can be read.
+        A follower replica reads below its local log start (a tiered partition) from the leader
+        too."""
+        ps = self.cluster.partition_state(topic, partition)
+        if ps is not None and self.cluster.node_id in ps.replicas:
             lg = self.open(topic, partition)
             hw, lso = lg.high_watermark, lg.log_start_offset
             start = max(offset, lso)
-            if start >= hw:
-                return FetchedPartition(None, hw, lso), []
-            bounds, data = self.batch_bounds(topic, partition, start, max_bytes, max_records, min_batches, any_replica=True)
-            return FetchedPartition(None, hw, lso, data), bounds
+            # a follower replica holds nothing below its local log start (tiered away): the
+            # leader reads those offsets from the remote tier
+            if ps.leader == self.cluster.node_id or self.leader_reads is None or start >= lg.local_log_start_offset:
+                if start >= hw:
+                    return FetchedPartition(None, hw, lso), []
+                bounds, data = self.batch_bounds(topic, partition, start, max_bytes, max_records, min_batches, any_replica=True)
+                return FetchedPartition(None, hw, lso, data), bounds
         if self.leader_reads is None:
             return FetchedPartition("NOT_LEADER_OR_FOLLOWER"), []
         r = self.leader_reads.read(topic, partition, max(0, offset), max_bytes)

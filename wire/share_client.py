@@ -46,6 +46,8 @@ import time
 import uuid
 from typing import Any, Callable, Sequence
 
+import msgspec
+
 from actors.messages import NotReady, StatusReply, StatusRequest
 from actors.share.host import GroupNotRunning
 from actors.share.messages import AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteShareGroupState
@@ -113,6 +115,17 @@ def _coordinator_unavailable(partitions: set[tuple[str, int]], acked: set[tuple[
     return ShareFetchResult(None, None, lock_ms, tuple(ShareFetchPartition(uuid.UUID(t), p, error="NOT_LEADER_OR_FOLLOWER",
                                                                           ack_error="NOT_LEADER_OR_FOLLOWER" if (t, p) in acked else None)
                                                       for t, p in sorted(partitions)))
+
+
+def _answered_for(r: Any, sent: Sequence[Any]) -> Any:
+    """``r`` (a :class:`ShareFetchReply`) with only the partitions of ``sent`` (the message's
+    ``ShareFetchPartition``s): the actor answers every partition of the member's share session,
+    and one left out of this attempt (its leader could not be read) is answered elsewhere in the
+    response, NOT_LEADER_OR_FOLLOWER, not with the actor's ``refetch_from``."""
+    keys = {(m_.topic_id, m_.partition) for m_ in sent}
+    if not isinstance(r, ShareFetchReply) or all((pr.topic_id, pr.partition) in keys for pr in r.partitions):
+        return r
+    return msgspec.structs.replace(r, partitions=tuple(pr for pr in r.partitions if (pr.topic_id, pr.partition) in keys))
 
 
 def _wake_freed(waits: WaitSet, group: str, partitions: tuple[tuple[str, int], ...]) -> None:
@@ -285,6 +298,7 @@ class ShareClient:
             return ShareFetchResult(getattr(r, "error", "COORDINATOR_LOAD_IN_PROGRESS"), getattr(r, "message", None))
         if _err(r.error):
             return ShareFetchResult(r.error, r.message or None, self.lock_ms(group))
+        r = _answered_for(r, msg_parts)
         with self._lock:
             if epoch == -1:
                 self._drop_session(group, member, session_node)
@@ -333,6 +347,7 @@ class ShareClient:
                     break
                 if not isinstance(r, ShareFetchReply) or _err(r.error) or not r.partitions:
                     break  # the session moved on or the group is gone: answer what the first attempt had
+                r = _answered_for(r, msg_parts)
                 self._absorb(group, r, read, results, names, hw_read)
                 if not self._acquired_nothing(r):
                     if held and not self._records_left(r, hw_read):
@@ -374,7 +389,8 @@ class ShareClient:
             nfo = pr.next_fetch_offset if pr.next_fetch_offset is not None else -1
             if hw is None or nfo < 0 or nfo >= hw:
                 keys.append(("partition", name, pr.partition))
-                self.logs.watch_share(name, pr.partition, -1 if hw is None else hw)  # read from its leader: the leader's progress wakes us
+                if hw is not None:  # read from its leader: the leader's progress wakes us
+                    self.logs.watch_share(name, pr.partition, hw)
         return keys
 
     @staticmethod

@@ -158,8 +158,11 @@ def test_a_partition_whose_leader_cannot_be_reached_is_answered_not_leader(nodes
         s.bind(("127.0.0.1", 0))
         nodes.views[1].endpoints[2] = s.getsockname()
     r = m.fetch(max_wait_ms=0, acks=[SharePartitionAck(TID, 0, (AckBatch(0, 0, (1,)),))])
+    assert sorted(p.partition for p in r.partitions) == [0, 1], "each partition once (the actor's own answer is not added)"
     assert {p.partition: (p.error, p.ack_error) for p in r.partitions} == {0: ("NOT_LEADER_OR_FOLLOWER", "NOT_LEADER_OR_FOLLOWER"),
                                                                            1: ("NOT_LEADER_OR_FOLLOWER", None)}
+    r = m.fetch(max_wait_ms=300)  # a waiting fetch with nothing readable answers, once per partition
+    assert sorted((p.partition, p.error) for p in r.partitions) == [(0, "NOT_LEADER_OR_FOLLOWER"), (1, "NOT_LEADER_OR_FOLLOWER")]
     # the leader is back: the unapplied acknowledgement is sent again and applies
     nodes.views[1].endpoints[2] = ("127.0.0.1", nodes.listener.port)
     r = m.fetch(max_wait_ms=0, acks=[SharePartitionAck(TID, 0, (AckBatch(0, 0, (1,)),))])

@@ -188,6 +188,23 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def read_partition(bootstrap: str, topic: str, n: int, partition: int = 0, timeout_s: float = 90) -> list[tuple[int, str]]:
+    """Read ``topic``-``partition`` from offset 0 with a fresh confluent-kafka Consumer until ``n``
+    records came (or ``timeout_s`` passed); returns ``[(offset, value as text)]``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, partition, 0)])
+    got: list[tuple[int, str]] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < n and time.monotonic() < deadline:
+        m = c.poll(0.5)
+        if m is not None and not m.error():
+            got.append((m.offset(), m.value().decode()))
+    c.close()
+    return got
+
+
 def wait_for(pred, timeout_s: float, interval_s: float = 0.2) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

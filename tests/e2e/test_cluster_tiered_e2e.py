@@ -21,13 +21,12 @@ oldest local segment starts above 0 where it should; the restarted node back in 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.e2e.helpers import list_offsets, produce, wait_for
+from tests.e2e.helpers import list_offsets, produce, read_partition, wait_for
 from tests.e2e.test_cluster_e2e import Cluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(420)]
@@ -45,21 +44,6 @@ def _state(cl: Cluster, *nodes: int) -> tuple[int, list[int]] | None:
         return None
     p = t.partitions[0]
     return p.leader, sorted(p.isrs)
-
-
-def _read_all(bootstrap: str, n: int) -> list[tuple[int, str]]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
-    c.assign([TopicPartition(TOPIC, 0, 0)])
-    got: list[tuple[int, str]] = []
-    deadline = time.monotonic() + 90
-    while len(got) < n and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and not m.error():
-            got.append((m.offset(), m.value().decode()))
-    c.close()
-    return got
 
 
 def _oldest_local_base(base: Path, node: int) -> int:
@@ -84,13 +68,13 @@ def test_a_cluster_tiers_serves_and_fails_over_the_remote_tier(daemon_factory, p
     assert wait_for(lambda: list_offsets(cl.ports[leader][0], TOPIC, 0, -4)[1] > 0, 90), "the leader tiered nothing"
     assert wait_for(lambda: all(_oldest_local_base(tmp_path, n) > 0 for n in followers), 90), \
         f"followers kept their tiered segments: {[_oldest_local_base(tmp_path, n) for n in followers]}"
-    assert _read_all(cl.bootstrap(), len(first)) == list(enumerate(first))
+    assert read_partition(cl.bootstrap(), TOPIC, len(first)) == list(enumerate(first))
 
     # 2. the leader dies: the new one serves the remote tier and tiers on
     cl.kill(leader)
     assert wait_for(lambda: (s := _state(cl, *followers)) is not None and s[0] in followers and leader not in s[1], 60), _state(cl, *followers)
     new_leader = _state(cl, *followers)[0]  # type: ignore[index]
-    assert _read_all(cl.bootstrap(*followers), len(first)) == list(enumerate(first))
+    assert read_partition(cl.bootstrap(*followers), TOPIC, len(first)) == list(enumerate(first))
     second = [f"b{i:05d}-" + "y" * 60 for i in range(3000)]
     assert len(produce(cl.bootstrap(*followers), TOPIC, second, partitioner=lambda i: 0, **{"batch.size": 4096})) == len(second)
     assert wait_for(lambda: list_offsets(cl.ports[new_leader][0], TOPIC, 0, -4)[1] > len(first), 90), \
@@ -100,4 +84,4 @@ def test_a_cluster_tiers_serves_and_fails_over_the_remote_tier(daemon_factory, p
     cl.start(leader)
     assert wait_for(lambda: (s := _state(cl)) is not None and s[1] == [1, 2, 3], 90), f"the restarted node did not rejoin the ISR: {_state(cl)}"
     assert _oldest_local_base(tmp_path, leader) > len(first)
-    assert _read_all(cl.bootstrap(), len(first) + len(second)) == list(enumerate(first + second))
+    assert read_partition(cl.bootstrap(), TOPIC, len(first) + len(second)) == list(enumerate(first + second))

@@ -5,30 +5,13 @@ full (the actor of each metadata partition recovers before it is asked anything)
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
-from tests.e2e.helpers import create_topic, list_offsets, produce, wait_for
+from tests.e2e.helpers import create_topic, list_offsets, produce, read_partition, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 TIERED = {"remote.storage.enable": "true", "segment.bytes": "16384", "local.retention.bytes": "1", "retention.bytes": "-1"}
-
-
-def _read_all(bootstrap: str, topic: str, n: int) -> list[tuple[int, str]]:
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
-    got: list[tuple[int, str]] = []
-    deadline = time.monotonic() + 60
-    while len(got) < n and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is not None and not m.error():
-            got.append((m.offset(), m.value().decode()))
-    c.close()
-    return got
 
 
 def test_rlmm_actors_start_on_first_use_and_the_remote_tier_survives_a_restart(daemon_factory, tmp_path):
@@ -47,6 +30,6 @@ def test_rlmm_actors_start_on_first_use_and_the_remote_tier_survives_a_restart(d
     d.assert_no_processes_left()
 
     again = daemon_factory(data_dir=data, **overrides)
-    got = _read_all(again.bootstrap, "tiered", len(values))
+    got = read_partition(again.bootstrap, "tiered", len(values), timeout_s=60)
     assert [v for _o, v in got] == values
     assert [o for o, _v in got] == list(range(len(values)))

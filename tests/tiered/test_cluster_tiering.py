@@ -152,3 +152,16 @@ def test_segment_before_local_start_is_the_finished_one_holding_the_offset_befor
     assert segment_before_local_start([a, b, newer], 8) is newer
     assert segment_before_local_start([a, b], 4) is a
     assert segment_before_local_start([a], 9) is None
+
+
+def test_a_partitions_repair_leaves_the_other_partitions_uploads_alone(tmp_path):
+    """On a cluster the remote tier is shared: the leader of one partition reconciling (after a
+    restart or a failed pass) must not remove another leader's upload in progress."""
+    rsm = LocalDirectoryRemoteStorageManager(tmp_path / "remote")
+    other = TopicIdPartition(uuid.UUID(int=92), "other", 0)
+    mine, theirs = rsm.partition_dir(TP) / ".staging-x", rsm.partition_dir(other) / ".staging-y"
+    for d in (mine, theirs):
+        d.mkdir(parents=True)
+    assert rsm.cleanup_incomplete(TP) == 1
+    assert not mine.exists() and theirs.exists()
+    assert rsm.cleanup_incomplete() == 1 and not theirs.exists()  # a whole-tier repair (one node's own tier)
