@@ -444,6 +444,20 @@ class RemoteLogManager:
                 self._followers[tp] = plog
             self.rlmm.on_partition_leadership_changes(set(leaders), set(followers))
 
+    def assign_role(self, tp: TopicIdPartition, plog: PartitionLog, role: str | None) -> None:
+        """Make ``tp``'s registration ``role``: ``"leader"``, ``"follower"``
+        (:meth:`on_leadership_change`) or ``None`` (no replica here any more:
+        :meth:`stop_partitions`, its remote data kept for the others). Nothing changes when it
+        already has that role."""
+        if role == self.role(tp):
+            return
+        if role == "leader":
+            self.on_leadership_change({tp: plog})
+        elif role == "follower":
+            self.on_leadership_change({}, {tp: plog})
+        else:
+            self.stop_partitions([tp])
+
     def role(self, tp: TopicIdPartition) -> str | None:
         """``"leader"``, ``"follower"`` or ``None`` (not registered). Never waits for a pass."""
         return "leader" if tp in self._partitions else "follower" if tp in self._followers else None

@@ -25,6 +25,7 @@ Inter-node connections use the first PLAINTEXT listener of the target node.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import socket
@@ -37,7 +38,10 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from kio.schema.alter_partition.v3.request import AlterPartitionRequest, BrokerState, PartitionData, TopicData
 from kio.schema.broker_heartbeat.v2.request import BrokerHeartbeatRequest
 from kio.schema.broker_registration.v4.request import BrokerRegistrationRequest, Listener
-from kio.static.primitive import i16, i32, i64, u16
+from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+from kio.schema.types import BrokerId, TopicName
+from kio.static.primitive import i8, i16, i32, i64, u16
 
 from actors.controller.cluster import NO_CONTROLLER, BrokerRegistration
 from actors.controller.state import ControllerState, apply
@@ -135,6 +139,48 @@ class BrokerChannel:
                 pass
 
 
+#: the Fetch version nodes speak to each other (topic names: v12 is the last before topic ids)
+FETCH_VERSION = 12
+#: the ListOffsets version nodes speak to each other (v8+ knows EARLIEST_LOCAL -4, KIP-405)
+LIST_OFFSETS_VERSION = 9
+
+
+def fetch_request(replica_id: int, parts: Sequence[tuple[str, int, int, int, int, int]], max_wait_ms: int, min_bytes: int,
+                  max_bytes: int) -> FetchRequest:
+    """A Fetch v12 (READ_UNCOMMITTED, no fetch session) from ``replica_id`` (a follower's node
+    id, or -1: a consumer) of ``parts``: ``(topic, partition, fetch offset, partition max bytes,
+    current leader epoch, log start offset)`` (-1: unknown), waiting up to ``max_wait_ms`` for
+    ``min_bytes``, answering at most ``max_bytes``."""
+    by_topic: dict[str, list[FetchPartition]] = {}
+    for topic, p, offset, part_max, epoch, lso in parts:
+        by_topic.setdefault(topic, []).append(FetchPartition(partition=i32(p), current_leader_epoch=i32(epoch), fetch_offset=i64(offset),
+                                                             last_fetched_epoch=i32(-1), log_start_offset=i64(lso),
+                                                             partition_max_bytes=i32(part_max)))
+    return FetchRequest(replica_id=i32(replica_id), max_wait=datetime.timedelta(milliseconds=max_wait_ms), min_bytes=i32(min_bytes),
+                        max_bytes=i32(max_bytes), isolation_level=i8(0), session_id=i32(0), session_epoch=i32(-1),
+                        topics=tuple(FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
+                        forgotten_topics_data=(), rack_id="")
+
+
+def list_offset_request(topic: str, partition: int, timestamp: int, replica_id: int = -1, leader_epoch: int = -1) -> ListOffsetsRequest:
+    """A ListOffsets v9 (:data:`LIST_OFFSETS_VERSION`, READ_UNCOMMITTED) of ``timestamp`` (ms, or
+    Kafka's -1 latest, -2 earliest, -4 earliest-local) on ``topic``-``partition``; answer it with
+    :func:`list_offset_answer`."""
+    return ListOffsetsRequest(replica_id=BrokerId(replica_id), isolation_level=i8(0), topics=(ListOffsetsTopic(
+        name=TopicName(topic), partitions=(ListOffsetsPartition(partition_index=i32(partition), current_leader_epoch=i32(leader_epoch),
+                                                                timestamp=i64(timestamp)),)),))
+
+
+def list_offset_answer(resp: Any, topic: str, partition: int) -> tuple[str | None, int]:
+    """``(error name or None, offset)`` of ``topic``-``partition`` in a ListOffsets response
+    (offset -1 when none); UNKNOWN_SERVER_ERROR when the response does not name it."""
+    for t in getattr(resp, "topics", ()):
+        for r in t.partitions:
+            if str(t.name) == topic and int(r.partition_index) == partition:
+                return error_name(r.error_code), int(r.offset)
+    return "UNKNOWN_SERVER_ERROR", -1
+
+
 class ChannelPool:
     """Pooled :class:`BrokerChannel`s per endpoint, for requests from many threads at once (one
     request in flight per channel: a long poll holds its channel, so the pool grows to the
@@ -155,6 +201,18 @@ class ChannelPool:
             if idle:
                 return idle.pop()
         return BrokerChannel(endpoint[0], endpoint[1], self.client_id, self.timeout_ms)
+
+    def ask(self, endpoint: tuple[str, int], api_key: int, api_version: int, body: Any, timeout_ms: int | None = None) -> Any:
+        """One request to ``endpoint`` on a pooled channel (:meth:`BrokerChannel.ask`); the
+        response body. Raises :class:`RpcError` (the channel is then closed, not pooled)."""
+        ch = self.take(endpoint)
+        ok = False
+        try:
+            resp = ch.ask(api_key, api_version, body, timeout_ms)
+            ok = True
+            return resp
+        finally:
+            self.give_back(ch, ok)
 
     def give_back(self, ch: BrokerChannel, ok: bool) -> None:
         """Return ``ch`` to the pool; ``ok`` False (its request failed) closes it instead."""

@@ -51,6 +51,11 @@ class PartitionState:
     leader_epoch: int
     partition_epoch: int
 
+    def role(self, node_id: int) -> str | None:
+        """``"leader"``, ``"follower"`` (a replica that does not lead) or ``None`` (no replica)
+        of ``node_id`` in this partition."""
+        return "leader" if self.leader == node_id else "follower" if node_id in self.replicas else None
+
 
 def requested_partition_state(view: "ClusterView", topic: str, partition: int, current_leader_epoch: int) -> PartitionState | None:
     """``view``'s registration of ``topic``-``partition`` for a request that carries

@@ -995,23 +995,14 @@ class Daemon:
 
         def tiered_role(lg: Any) -> None:
             """Register the tiered log with the RLM as this node's role in it: leader (copies,
-            expires, serves remote reads) or follower (follows the highest offset in remote
-            storage); a replica no longer here, or a partition the image no longer has, is left
-            to drop_partition / drop_topic."""
+            expires, serves remote reads), follower (follows the highest offset in remote
+            storage) or none (moved off this node: stopped, its remote data kept); a partition
+            the image no longer has is left to drop_topic."""
             assert self.logs is not None
             with roles_lock:  # the image read and the registration as one step (the fold thread and log opens race)
                 ps = self.logs.cluster.partition_state(lg.topic, lg.partition)
-                if ps is None or not lg.config.remote_storage_enable:
-                    return
-                tp = tp_of(lg)
-                if ps.leader == node_id:
-                    if rlm.role(tp) != "leader":
-                        rlm.on_leadership_change({tp: lg})
-                elif node_id in ps.replicas:
-                    if rlm.role(tp) != "follower":
-                        rlm.on_leadership_change({}, {tp: lg})
-                elif rlm.role(tp) is not None:
-                    rlm.stop_partitions([tp])  # moved off this node: the remote data stays with the others
+                if ps is not None and lg.config.remote_storage_enable:
+                    rlm.assign_role(tp_of(lg), lg, ps.role(node_id))
 
         def on_open(lg: Any) -> None:
             try:
@@ -1024,7 +1015,7 @@ class Daemon:
             for topic, partition in keys:
                 lg = self.logs.get(topic, partition)
                 ps = self.logs.cluster.partition_state(topic, partition)
-                if lg is None and ps is not None and ps.leader == node_id and self.logs.config_of(topic).remote_storage_enable:
+                if lg is None and ps is not None and ps.role(node_id) == "leader" and self.logs.config_of(topic).remote_storage_enable:
                     lg = self.logs.open(topic, partition)  # a leader copies whether or not clients came yet (opening registers it)
                 elif lg is not None:
                     tiered_role(lg)
@@ -1038,7 +1029,7 @@ class Daemon:
             lg = self.logs.open(*key)
             tp = tp_of(lg)
             if rlm.role(tp) is None:
-                rlm.on_leadership_change({}, {tp: lg})
+                rlm.assign_role(tp, lg, "follower")
             if not rlm.rlmm.is_ready(tp):
                 return False
             try:

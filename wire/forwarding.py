@@ -142,17 +142,12 @@ class ShareForwarder:
                               client_host_address=_host_bytes(getattr(conn, "peer", None)))
         max_wait = getattr(request.body, "max_wait", None)  # ShareFetch's MaxWaitMs (a timedelta)
         wait_ms = int(max_wait.total_seconds() * 1000) if max_wait is not None else 0
-        ch = self.pool.take(ep)
-        ok = False
         try:
             with parked():
-                resp = ch.ask(58, ENVELOPE_VERSION, env, timeout_ms=self.timeout_ms + max(0, wait_ms))
-            ok = True
+                resp = self.pool.ask(ep, 58, ENVELOPE_VERSION, env, timeout_ms=self.timeout_ms + max(0, wait_ms))
         except RpcError as exc:
             log.info("forwarding %s of group %s to node %d failed: %s", request.api_key, _group_of(request), node, exc)
             return None
-        finally:
-            self.pool.give_back(ch, ok)
         if not isinstance(resp, EnvelopeResponse) or int(resp.error_code.value) or resp.response_data is None:
             log.info("node %d refused a forwarded request: %s", node, getattr(resp, "error_code", resp))
             return None

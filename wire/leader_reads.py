@@ -27,30 +27,23 @@ own log; here the coordinator reads over the network, one round trip more per fe
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v12.response import FetchResponse
-from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-from kio.schema.list_offsets.v7.response import ListOffsetsResponse
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i8, i32, i64
 
 from store import record_batch as rb
-from wire.cluster import BrokerChannel, ChannelPool, RpcError
+from store.log.log import record_limit_reached
+from wire.cluster import FETCH_VERSION, LIST_OFFSETS_VERSION, BrokerChannel, ChannelPool, RpcError, fetch_request, list_offset_answer, list_offset_request
 from wire.waits import WaitSet
 
-__all__ = ["LeaderRead", "LeaderReads", "FETCH_VERSION", "trim_batches"]
+__all__ = ["LeaderRead", "LeaderReads", "trim_batches"]
 
 log = logging.getLogger("shoal.wire.leader_reads")
 
-#: the Fetch version the coordinator reads with (topic names: v12 is the last before topic ids)
-FETCH_VERSION = 12
 #: a watched partition no share fetch asked about for this long leaves its watcher (s)
 _WATCH_IDLE_S = 60.0
 
@@ -81,23 +74,9 @@ def trim_batches(data: bytes, offset: int, max_records: int | None, min_batches:
             start = h.position
         end = h.position + h.size_in_bytes
         count += 1
-        if max_records is not None and count >= min_batches and h.last_offset - offset + 1 >= max_records:
+        if record_limit_reached(h.last_offset, offset, count, max_records, min_batches):
             break
     return b"" if start is None else data[start:end]
-
-
-def _fetch_request(parts: list[tuple[str, int, int, int]], max_wait_ms: int, min_bytes: int) -> FetchRequest:
-    """A consumer's Fetch (``replica_id`` -1, READ_UNCOMMITTED, no fetch session) of ``parts``:
-    ``(topic, partition, fetch offset, partition max bytes)``."""
-    by_topic: dict[str, list[FetchPartition]] = {}
-    for topic, p, offset, max_bytes in parts:
-        by_topic.setdefault(topic, []).append(FetchPartition(partition=i32(p), current_leader_epoch=i32(-1), fetch_offset=i64(offset),
-                                                             last_fetched_epoch=i32(-1), log_start_offset=i64(-1),
-                                                             partition_max_bytes=i32(max_bytes)))
-    return FetchRequest(replica_id=i32(-1), max_wait=datetime.timedelta(milliseconds=max_wait_ms), min_bytes=i32(min_bytes),
-                        max_bytes=i32(max(1, sum(mb for *_x, mb in parts))), isolation_level=i8(0), session_id=i32(0),
-                        session_epoch=i32(-1), topics=tuple(FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
-                        forgotten_topics_data=(), rack_id="")
 
 
 def _answers(resp: object) -> dict[tuple[str, int], LeaderRead]:
@@ -170,8 +149,8 @@ class _Watcher:
                     self.cond.wait()
                 if self.stopped:
                     return
-                parts = [(t, p, int(hw), 1) for (t, p), (hw, _at) in self.seen.items()]
-                self.in_flight = frozenset((t, p) for t, p, _o, _m in parts)
+                parts = [(t, p, int(hw), 1, -1, -1) for (t, p), (hw, _at) in self.seen.items()]
+                self.in_flight = frozenset((spec[0], spec[1]) for spec in parts)
             ep = self.owner.endpoint_of(self.node)
             ch = self.owner.pool.take(ep) if ep is not None else None
             if ch is None:
@@ -182,7 +161,7 @@ class _Watcher:
                 self.channel = ch
             ok = False
             try:
-                req = _fetch_request(parts, self.owner.wait_max_ms, 1)
+                req = fetch_request(-1, parts, self.owner.wait_max_ms, 1, len(parts))
                 answers = _answers(ch.ask(1, FETCH_VERSION, req, timeout_ms=self.owner.timeout_ms + self.owner.wait_max_ms))
                 ok = True
                 backoff_s = 0.05
@@ -247,17 +226,11 @@ class LeaderReads:
         ep = self.endpoint_of(leader) if leader >= 0 else None
         if ep is None:
             return None
-        ch = self.pool.take(ep)
-        ok = False
         try:
-            resp = ch.ask(api_key, version, body)
-            ok = True
-            return resp
+            return self.pool.ask(ep, api_key, version, body)
         except RpcError as exc:
             log.info("asking node %d about %s-%d: %s", leader, topic, partition, exc)
             return None
-        finally:
-            self.pool.give_back(ch, ok)
 
     def read(self, topic: str, partition: int, offset: int, max_bytes: int) -> LeaderRead:
         """Fetch ``topic``-``partition`` from its leader at ``offset`` (an offset below the
@@ -267,7 +240,7 @@ class LeaderReads:
         answer (OFFSET_OUT_OF_RANGE past its log end, NOT_LEADER_OR_FOLLOWER after a move …)."""
         a = LeaderRead("NOT_LEADER_OR_FOLLOWER")
         for _attempt in range(2):
-            resp = self._ask(topic, partition, 1, FETCH_VERSION, _fetch_request([(topic, partition, max(0, offset), max_bytes)], 0, 0))
+            resp = self._ask(topic, partition, 1, FETCH_VERSION, fetch_request(-1, [(topic, partition, max(0, offset), max_bytes, -1, -1)], 0, 0, max_bytes))
             if resp is None:
                 return LeaderRead("NOT_LEADER_OR_FOLLOWER")
             try:
@@ -282,19 +255,11 @@ class LeaderReads:
         return a
 
     def list_offset(self, topic: str, partition: int, timestamp: int) -> tuple[str | None, int]:
-        """ListOffsets (v7, READ_UNCOMMITTED) of ``timestamp`` (ms, or Kafka's -1 latest / -2
-        earliest) on ``topic``-``partition``'s leader: ``(error, offset)``, offset -1 when no
-        record is that recent; NOT_LEADER_OR_FOLLOWER when the leader cannot be asked."""
-        req = ListOffsetsRequest(replica_id=BrokerId(-1), isolation_level=i8(0), topics=(
-            ListOffsetsTopic(name=TopicName(topic), partitions=(ListOffsetsPartition(partition_index=i32(partition), timestamp=i64(timestamp)),)),))
-        resp = self._ask(topic, partition, 2, 7, req)
-        if not isinstance(resp, ListOffsetsResponse):
-            return "NOT_LEADER_OR_FOLLOWER", -1
-        for t in resp.topics:
-            for r in t.partitions:
-                if str(t.name) == topic and int(r.partition_index) == partition:
-                    return (r.error_code.name.upper() if int(r.error_code.value) else None), int(r.offset)
-        return "UNKNOWN_SERVER_ERROR", -1
+        """ListOffsets of ``timestamp`` (ms, or Kafka's -1 latest / -2 earliest) on
+        ``topic``-``partition``'s leader: ``(error, offset)``, offset -1 when no record is that
+        recent; NOT_LEADER_OR_FOLLOWER when the leader cannot be asked."""
+        resp = self._ask(topic, partition, 2, LIST_OFFSETS_VERSION, list_offset_request(topic, partition, timestamp))
+        return ("NOT_LEADER_OR_FOLLOWER", -1) if resp is None else list_offset_answer(resp, topic, partition)
 
     def watch(self, topic: str, partition: int, high_watermark: int) -> None:
         """Have the waits key ``("partition", topic, partition)`` bumped when the leader's high

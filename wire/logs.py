@@ -342,7 +342,7 @@ class LogRegistry:
         """Whether this node keeps a replica of ``topic``-``partition`` (its leader or a follower;
         always, on a single node)."""
         ps = self.cluster.partition_state(topic, partition)
-        return ps is not None and self.cluster.node_id in ps.replicas
+        return ps is not None and ps.role(self.cluster.node_id) is not None
 
     def batch_bounds(self, topic: str, partition: int, offset: int, max_bytes: int, max_records: int | None = None,
                      min_batches: int = 1, any_replica: bool = False) -> tuple[list[tuple[int, int]], bytes]:
@@ -384,13 +384,14 @@ class LogRegistry:
         A follower replica reads below its local log start (a tiered partition) from the leader
         too."""
         ps = self.cluster.partition_state(topic, partition)
-        if ps is not None and self.cluster.node_id in ps.replicas:
+        role = ps.role(self.cluster.node_id) if ps is not None else None
+        if role is not None:
             lg = self.open(topic, partition)
             hw, lso = lg.high_watermark, lg.log_start_offset
             start = max(offset, lso)
             # a follower replica holds nothing below its local log start (tiered away): the
             # leader reads those offsets from the remote tier
-            if ps.leader == self.cluster.node_id or self.leader_reads is None or start >= lg.local_log_start_offset:
+            if role == "leader" or self.leader_reads is None or start >= lg.local_log_start_offset:
                 if start >= hw:
                     return FetchedPartition(None, hw, lso), []
                 bounds, data = self.batch_bounds(topic, partition, start, max_bytes, max_records, min_batches, any_replica=True)

@@ -18,32 +18,27 @@ Between brokers only the Kafka protocol is spoken: requests are kio entities sen
 
 from __future__ import annotations
 
-import datetime
 import logging
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v12.response import FetchResponse
 from kio.schema.offset_for_leader_epoch.v4.request import OffsetForLeaderEpochRequest, OffsetForLeaderPartition, OffsetForLeaderTopic
 from kio.schema.offset_for_leader_epoch.v4.response import OffsetForLeaderEpochResponse
-from kio.schema.list_offsets.v9.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
-from kio.schema.types import BrokerId, TopicName
-from kio.static.primitive import i32, i64, i8
+from kio.static.primitive import i32
 
 from store.log.errors import OffsetOutOfRangeError
 from store.log.log import EARLIEST_LOCAL_TIMESTAMP, PartitionLog
 from store import record_batch as rb
-from wire.cluster import BrokerChannel, RpcError
+from wire.cluster import FETCH_VERSION, LIST_OFFSETS_VERSION, BrokerChannel, RpcError, fetch_request, list_offset_answer, list_offset_request
 from wire.cluster_view import NO_LEADER, ClusterView
 
 __all__ = ["FetcherConfig", "ReplicaFetcherManager", "ReplicaFetcherThread", "StrayReplicaCleaner"]
 
 log = logging.getLogger("shoal.wire.replica_fetcher")
 
-FETCH_VERSION = 12
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 
 Key = tuple[str, int]
@@ -316,32 +311,12 @@ class ReplicaFetcherThread:
         """One Fetch round (``ReplicaFetcherThread.processPartitionData``): append, then HW =
         ``min(leader HW, local LEO)`` and the leader's log start offset."""
         offsets: dict[Key, int] = {}
-        by_topic: dict[str, list[Any]] = {}
+        specs = []
         for key, st in parts.items():
             lg = self._log_of(*key)
             offsets[key] = lg.log_end_offset
-            by_topic.setdefault(key[0], []).append(
-                FetchPartition(
-                    partition=i32(key[1]),
-                    current_leader_epoch=i32(st.leader_epoch),
-                    fetch_offset=i64(offsets[key]),
-                    last_fetched_epoch=i32(-1),
-                    log_start_offset=i64(lg.log_start_offset),
-                    partition_max_bytes=i32(self.config.max_bytes),
-                )
-            )
-        req = FetchRequest(
-            replica_id=i32(self.node_id),
-            max_wait=datetime.timedelta(milliseconds=self.config.wait_max_ms),
-            min_bytes=i32(self.config.min_bytes),
-            max_bytes=i32(self.config.response_max_bytes),
-            isolation_level=i8(0),
-            session_id=i32(0),
-            session_epoch=i32(-1),
-            topics=tuple(FetchTopic(topic=t, partitions=tuple(ps)) for t, ps in by_topic.items()),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
+            specs.append((key[0], key[1], offsets[key], self.config.max_bytes, st.leader_epoch, lg.log_start_offset))
+        req = fetch_request(self.node_id, specs, self.config.wait_max_ms, self.config.min_bytes, self.config.response_max_bytes)
         resp = conn.ask(1, FETCH_VERSION, req)
         if not isinstance(resp, FetchResponse):
             raise ValueError(f"unexpected Fetch reply {type(resp).__name__}")
@@ -399,21 +374,15 @@ class ReplicaFetcherThread:
                     lg.maybe_increment_log_start_offset(leader_lso)
 
     def _earliest_local_offset(self, conn: BrokerChannel, key: Key, leader_epoch: int) -> int | None:
-        """The leader's local log start offset of ``key`` (ListOffsets v9, EARLIEST_LOCAL_TIMESTAMP
-        -4, KIP-405), or ``None`` when it could not be asked."""
-        req = ListOffsetsRequest(replica_id=BrokerId(self.node_id), isolation_level=i8(0), topics=(ListOffsetsTopic(
-            name=TopicName(key[0]), partitions=(ListOffsetsPartition(partition_index=i32(key[1]), current_leader_epoch=i32(leader_epoch),
-                                                                     timestamp=i64(EARLIEST_LOCAL_TIMESTAMP)),)),))
+        """The leader's local log start offset of ``key`` (ListOffsets EARLIEST_LOCAL_TIMESTAMP
+        -4, KIP-405), or ``None`` when it could not be asked or refused."""
         try:
-            resp = conn.ask(2, 9, req)
+            resp = conn.ask(2, LIST_OFFSETS_VERSION, list_offset_request(key[0], key[1], EARLIEST_LOCAL_TIMESTAMP, self.node_id, leader_epoch))
         except RpcError as exc:
             log.info("ListOffsets EARLIEST_LOCAL of %s-%d from %d: %s", key[0], key[1], self.source, exc)
             return None
-        for t in getattr(resp, "topics", ()):
-            for r in t.partitions:
-                if int(r.partition_index) == key[1] and not int(r.error_code.value) and int(r.offset) >= 0:
-                    return int(r.offset)
-        return None
+        err, offset = list_offset_answer(resp, *key)
+        return offset if err is None and offset >= 0 else None
 
     @staticmethod
     def _from(data: bytes, offset: int) -> bytes:

@@ -77,6 +77,7 @@ __all__ = [
     "EARLIEST_LOCAL_TIMESTAMP",
     "LATEST_TIERED_TIMESTAMP",
     "log_dir_name",
+    "record_limit_reached",
 ]
 
 # ListOffsets special timestamps (Kafka ``ListOffsetsRequest``).
@@ -87,6 +88,15 @@ EARLIEST_LOCAL_TIMESTAMP = -4
 LATEST_TIERED_TIMESTAMP = -5
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
+
+
+def record_limit_reached(batch_last_offset: int, fetch_offset: int, batches_read: int, max_records: int | None, min_batches: int) -> bool:
+    """Whether a read for a share fetch ends after the batch whose last offset is
+    ``batch_last_offset`` (the ``batches_read``-th from ``fetch_offset``): it holds the
+    ``max_records``-th offset and ``min_batches`` were read (Kafka's soft ``maxFetchRecords``
+    ends at a batch boundary). ``max_records`` ``None``: no record limit. Used by
+    :meth:`PartitionLog.read` and by reads of another node's batches (``wire.leader_reads``)."""
+    return max_records is not None and batches_read >= min_batches and batch_last_offset - fetch_offset + 1 >= max_records
 
 
 def log_dir_name(topic: str, partition: int) -> str:
@@ -685,7 +695,7 @@ class PartitionLog:
                     total += h.size_in_bytes
                     pos += h.size_in_bytes
                     count += 1
-                    if max_records is not None and count >= min_batches and h.last_offset - fetch_offset + 1 >= max_records:
+                    if record_limit_reached(h.last_offset, fetch_offset, count, max_records, min_batches):
                         break
                 if total > len(chunk):
                     chunk = seg.pread(start, total)  # the first batch alone exceeds max_bytes (KIP-74)

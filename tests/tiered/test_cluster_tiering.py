@@ -122,13 +122,16 @@ def test_a_follower_that_becomes_leader_copies_on_from_the_rlmms_highest_offset(
     leader.lead(10, epoch=0)
     follower.follow(leader)
     leader.rlm.run_once(6000)  # 0..7 tiered by the old leader
-    follower.rlm.on_leadership_change({TP: follower.log})  # failover: the follower now leads, epoch 1
+    follower.rlm.assign_role(TP, follower.log, "leader")  # failover: the follower now leads, epoch 1
     assert follower.rlm.role(TP) == "leader"
     follower.lead(4, epoch=1)  # [8-11] rolls; 12, 13 active
     copied = follower.rlm.copy_log_segments_to_remote(TP, 7000)
     assert [(m.start_offset, m.end_offset) for m in copied] == [(8, 11)]
     starts = sorted(m.start_offset for m in follower.rlmm.list_remote_log_segments(TP) if m.state == CF)
     assert starts == [0, 4, 8]  # 0..7 not copied twice
+    follower.rlm.assign_role(TP, follower.log, None)  # moved off the node: stopped, the remote data kept
+    assert follower.rlm.role(TP) is None
+    assert sorted(m.start_offset for m in leader.rlmm.list_remote_log_segments(TP) if m.state == CF) == [0, 4, 8]
 
 
 def test_parse_epoch_checkpoint_reads_what_the_copy_writes():
