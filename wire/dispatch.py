@@ -184,7 +184,7 @@ class KafkaDispatcher(Dispatcher):
         self.stats: dict[int, int] = {}
         self.seconds: dict[int, float] = {}
         self._handlers: dict[int, Callable[[DecodedRequest, Connection], Any]] = {
-            0: lambda r, c: records.produce(r, backend),
+            0: lambda r, c: records.produce(r, backend, defer=getattr(c, "pipelined", False)),
             1: lambda r, c: records.fetch(r, backend),
             2: lambda r, c: records.list_offsets(r, backend),
             3: lambda r, c: admin.metadata(r, backend, self.auto_create_topics, getattr(c, "listener", None), self.authorizer),
@@ -241,7 +241,9 @@ class KafkaDispatcher(Dispatcher):
         }
 
     def handle(self, request: DecodedRequest, conn: Connection) -> Any:
-        """Run the handler for ``request``; returns a kio response or ``None`` (no response)."""
+        """Run the handler for ``request``; returns a kio response, ``None`` (no response) or,
+        on a ``conn`` with ``pipelined`` set, a :class:`wire.protocol.Deferred` (an acks=-1
+        Produce waiting for replication)."""
         key = request.api_key
         self.stats[key] = self.stats.get(key, 0) + 1
         t0 = time.perf_counter()

@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from store.log.config import LogConfig
 from store.log.errors import KafkaStorageError, OffsetOutOfRangeError, RecordBatchTooLargeError, RecordTooLargeError
@@ -471,19 +471,22 @@ class LogRegistry:
             low = lg.delete_records(offset)
         except OffsetOutOfRangeError:
             return "OFFSET_OUT_OF_RANGE", -1
-        with self._data:  # readers waiting on the log see the change
-            self._version += 1
-            self._data.notify_all()
+        self.notify(topic, partition)  # readers waiting on the log see the change
         return None, low
 
-    def data_version(self) -> int:
-        """A counter bumped by every append and every :meth:`notify` (for :meth:`wait`'s ``since``)."""
+    def data_version(self, partitions: Sequence[tuple[str, int]] = ()) -> Any:
+        """What :meth:`wait` compares against (take it *before* looking at the logs): with
+        ``partitions``, the versions of their keys in :attr:`waits` (``("partition", topic,
+        partition)``, bumped by :meth:`notify`); without, a counter bumped by every append and
+        every :meth:`notify`."""
+        if partitions:
+            return self.waits.versions([("partition", t, p) for t, p in partitions])
         return self._version
 
     def notify(self, topic: str | None = None, partition: int | None = None) -> None:
         """Bump :meth:`data_version` and wake every :meth:`wait`; with a partition, also wake the
-        long polls waiting on it in :attr:`waits` (``("partition", topic, partition)``, the
-        ShareFetch purgatory). :meth:`append` calls it after the high watermark moved, the
+        long polls waiting on it in :attr:`waits` (``("partition", topic, partition)``: the Fetch
+        and ShareFetch purgatories). :meth:`append` calls it after the high watermark moved, the
         replica manager when followers moved it."""
         with self._data:
             self._version += 1
@@ -491,11 +494,16 @@ class LogRegistry:
         if topic is not None and partition is not None:
             self.waits.bump(("partition", topic, partition))
 
-    def wait(self, timeout_ms: int, since: int | None = None) -> None:
-        """Block until an append (or a :meth:`notify`) happens after :meth:`data_version` returned
-        ``since`` (``None``: after this call) or ``timeout_ms`` passes. Take ``since`` *before* checking the high
-        watermarks, or an append between the check and the wait is missed and the long poll
-        sleeps its whole ``timeout_ms`` with data waiting."""
+    def wait(self, timeout_ms: int, since: Any = None) -> None:
+        """Block until what ``since`` (from :meth:`data_version`) covers changes, or
+        ``timeout_ms`` passes: a change of one of its partitions (Kafka's ``DelayedFetch`` is keyed
+        by partition: an append to another partition does not wake it), or any append or
+        :meth:`notify` for the global counter (``None``: one after this call). Take ``since``
+        *before* checking the logs, or a change between the check and the wait is missed and the
+        long poll sleeps its whole ``timeout_ms`` with data waiting."""
+        if isinstance(since, dict):
+            self.waits.wait(since, max(0, timeout_ms) / 1000, party=object())  # its own party: every waiter wakes
+            return
         with self._data:
             v = self._version if since is None else since
             self._data.wait_for(lambda: self._version != v, timeout=max(0, timeout_ms) / 1000)

@@ -27,9 +27,11 @@ from wire.frame_guard import FrameError, RequestGuard, compile_request_guard
 
 __all__ = [
     "API_VERSIONS_KEY",
+    "Deferred",
     "FrameError",
     "DecodedRequest",
     "UnsupportedRequest",
+    "completed",
     "decode_request",
     "decode_response",
     "encode_request",
@@ -45,6 +47,25 @@ __all__ = [
 API_VERSIONS_KEY = 18
 
 _I16_I16_I32 = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """A response a handler has not finished: the request's work is done (a Produce's batches
+    are appended) and what is left waits for something outside the connection (the high
+    watermark reaching them: Kafka's ``DelayedProduce``). ``complete()`` blocks until then and
+    returns the kio response entity (or ``None``: no response). The listener
+    (:mod:`wire.server`) lets a connection that opted in (``Connection.pipelined``) read and
+    handle its next requests meanwhile, and writes the responses in request order; elsewhere
+    (a forwarded request, a test calling a handler) the caller completes it at once with
+    :func:`completed`."""
+
+    complete: Callable[[], Any]
+
+
+def completed(response: Any) -> Any:
+    """``response``, or what it completes to when it is a :class:`Deferred` (blocks until then)."""
+    return response.complete() if isinstance(response, Deferred) else response
 
 
 class UnsupportedRequest(Exception):

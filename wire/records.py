@@ -16,21 +16,24 @@ from kio.static.primitive import i16, i32, i64
 
 from wire.backend import Backend
 from wire.entities import NO_THROTTLE, build, duration_ms, error_code, nested, response_class
-from wire.protocol import DecodedRequest
+from wire.protocol import DecodedRequest, Deferred
 from wire.quotas import parked
 
 __all__ = ["fetch", "list_offsets", "offset_for_leader_epoch", "produce"]
 
 
-def produce(req: DecodedRequest, backend: Backend) -> Any:
+def produce(req: DecodedRequest, backend: Backend, defer: bool = False) -> Any:
     """Produce: append each partition's RecordBatches (validated by the backend: magic 2, CRC,
     lengths, offsets, codec). Returns ``None`` for ``acks=0`` (Kafka sends no response) and
     INVALID_REQUIRED_ACKS for acks outside {-1, 0, 1}. Transactional produce is refused with
     INVALID_REQUEST (Shoal has no transactions). With ``acks=-1`` every partition is appended
-    first, then the request waits (outside its ``queued.max.requests`` slot, :func:`parked`)
-    until the high watermarks cover the records or the request's ``timeout_ms`` passes (Kafka
-    ``ReplicaManager.appendRecords`` + ``DelayedProduce``: REQUEST_TIMED_OUT,
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND, NOT_LEADER_OR_FOLLOWER)."""
+    first, then the request waits until the high watermarks cover the records or the request's
+    ``timeout_ms`` (counted from now) passes (Kafka ``ReplicaManager.appendRecords`` +
+    ``DelayedProduce``: REQUEST_TIMED_OUT, NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+    NOT_LEADER_OR_FOLLOWER). With ``defer`` that wait is the returned
+    :class:`wire.protocol.Deferred`'s (the listener completes it while the connection's next
+    requests are read, :mod:`wire.server`); without, it happens here, outside the request's
+    ``queued.max.requests`` slot (:func:`parked`)."""
     body = req.body
     acks = int(body.acks)
     cls = response_class(0, req.api_version)
@@ -51,13 +54,25 @@ def produce(req: DecodedRequest, backend: Backend) -> Any:
                     where.append((len(results), len(row)))
                 row.append((p, (r.error, r.base_offset, r.log_append_time_ms, r.log_start_offset, r.message)))
         results.append(row)
-    if pending:
+    if acks == 0:
+        return None
+    if not pending:
+        return _produce_response(cls, body, results)
+    deadline = time.monotonic() + duration_ms(body.timeout, 30000) / 1000
+
+    def complete() -> Any:
         with parked():  # the request leaves queued.max.requests while it waits in the purgatory
-            errors = backend.await_replication(pending, duration_ms(body.timeout, 30000))
+            errors = backend.await_replication(pending, max(0, round((deadline - time.monotonic()) * 1000)))
         for (ti, pi), err in zip(where, errors):
             if err is not None:
                 p, (_e, base, lat, lso, _m) = results[ti][pi]
                 results[ti][pi] = (p, (err, base, lat, lso, None))
+        return _produce_response(cls, body, results)
+
+    return Deferred(complete) if defer else complete()
+
+
+def _produce_response(cls: type, body: Any, results: list[list[tuple[Any, Any]]]) -> Any:
     topics = []
     for t, row in zip(body.topic_data, results):
         parts = []
@@ -76,8 +91,6 @@ def produce(req: DecodedRequest, backend: Backend) -> Any:
                 )
             )
         topics.append(nested(cls, "TopicProduceResponse", name=t.name, partition_responses=tuple(parts)))
-    if acks == 0:
-        return None
     return build(cls, responses=tuple(topics), throttle_time=NO_THROTTLE)
 
 
@@ -128,8 +141,10 @@ def fetch(req: DecodedRequest, backend: Backend) -> Any:
     deadline = time.monotonic() + body.max_wait.total_seconds()
     committed = int(getattr(body, "isolation_level", 0)) == 1  # READ_COMMITTED (v4+)
     replica_id = int(getattr(body, "replica_id", -1))  # >= 0: a follower's fetch (v4-v14)
+    # the long poll waits on the partitions it reads only (Kafka's DelayedFetch watch keys)
+    keys = [(t.topic, int(p.partition)) for t in body.topics for p in t.partitions]
     while True:
-        seen = backend.data_version()  # before reading: an append after this ends the wait
+        seen = backend.data_version(keys)  # before reading: a change after this ends the wait
         budget = int(body.max_bytes)
         total = 0
         asked = 0  # partitions in the request

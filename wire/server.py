@@ -3,9 +3,19 @@
 One thread per connection (``socketserver.ThreadingTCPServer``). Requests on one connection are
 handled in order and answered in order, as Kafka's ``SocketServer`` does by muting a channel
 while its request is in flight; a long-polling ShareFetch or Fetch therefore only holds up its
-own connection. Frames larger than ``socket.request.max.bytes`` or not positive close the
-connection (Kafka's ``InvalidReceiveException``); a malformed frame (rejected by
-:mod:`wire.frame_guard` before kio decodes it) closes the connection; an unknown API key or
+own connection. One exception, on connections without TLS: an ``acks=-1`` Produce that waits for
+replication (a :class:`wire.protocol.Deferred`) does not hold up the requests behind it. Its
+batches are appended in request order, then a writer thread of the connection completes it and
+writes it and every later response, still in request order, while the connection goes on reading
+and handling up to :data:`PIPELINE_DEPTH` requests (Kafka's default
+``max.in.flight.requests.per.connection``) ahead. A producer with several requests in flight
+then waits one replication round per request, not one per request before it (Kafka mutes the
+channel, and its replication round is a fraction of a millisecond). A TLS connection keeps
+Kafka's one request at a time: an ``ssl.SSLSocket`` must not be read and written by two threads.
+
+Frames larger than ``socket.request.max.bytes`` or not positive close the connection (Kafka's
+``InvalidReceiveException``); a malformed frame (rejected by :mod:`wire.frame_guard` before kio
+decodes it) closes the connection; an unknown API key or
 version is answered with UNSUPPORTED_VERSION (35); a handler that raises, or whose response
 cannot be encoded, closes its connection. None of these affects other connections.
 
@@ -32,6 +42,7 @@ connection is closed after that long (Kafka's ``Selector`` idle expiry).
 
 from __future__ import annotations
 
+import collections
 import logging
 import socket
 import socketserver
@@ -42,16 +53,20 @@ import time
 from typing import Any
 
 from wire.principal import ANONYMOUS
-from wire.protocol import FrameError, UnsupportedRequest, decode_request, encode_response
+from wire.protocol import Deferred, FrameError, UnsupportedRequest, completed, decode_request, encode_response
 from wire.quotas import ListenerLimits, hold_slot, recv_body, release_slot
 from wire.sasl import SaslConfig, SaslServerSession
 from wire.tls import ssl_principal
 
-__all__ = ["ANONYMOUS", "Connection", "KafkaListener", "Dispatcher"]
+__all__ = ["ANONYMOUS", "Connection", "KafkaListener", "Dispatcher", "PIPELINE_DEPTH"]
 
 log = logging.getLogger("shoal.wire")
 
 _SIZE = struct.Struct(">i")
+
+#: responses a pipelined connection may owe before it reads its next request (Kafka's default
+#: ``max.in.flight.requests.per.connection``: what an idempotent producer keeps in flight)
+PIPELINE_DEPTH = 5
 
 
 class Dispatcher:
@@ -63,7 +78,8 @@ class Dispatcher:
     supported: dict[int, tuple[int, int]]
 
     def handle(self, request: Any, conn: "Connection") -> Any:  # pragma: no cover - interface
-        """Handle one decoded request; return a kio response entity, bytes, or ``None``."""
+        """Handle one decoded request; return a kio response entity, bytes, ``None``, or — only
+        when ``conn.pipelined`` — a :class:`wire.protocol.Deferred`."""
         raise NotImplementedError
 
     def unsupported(self, exc: UnsupportedRequest) -> bytes | None:  # pragma: no cover
@@ -78,9 +94,11 @@ class Connection:
     """Per-connection state handed to handlers: ``peer`` (host, port), ``data`` (per-connection
     scratch), ``principal`` (``"User:<name>"``: the SASL user, the TLS client certificate's DN, or
     ``User:ANONYMOUS``), ``listener`` (listener name, e.g. ``"SASL_SSL"``), ``security_protocol``
-    and ``sasl`` (the connection's :class:`wire.sasl.SaslServerSession`, or ``None``)."""
+    ``sasl`` (the connection's :class:`wire.sasl.SaslServerSession`, or ``None``) and
+    ``pipelined`` (whether a handler may answer with a :class:`wire.protocol.Deferred`: the
+    listener's plain-socket connections)."""
 
-    __slots__ = ("peer", "data", "requests", "principal", "listener", "security_protocol", "sasl")
+    __slots__ = ("peer", "data", "requests", "principal", "listener", "security_protocol", "sasl", "pipelined")
 
     def __init__(self, peer: tuple[str, int], listener: str = "PLAINTEXT", security_protocol: str = "PLAINTEXT", principal: str = ANONYMOUS) -> None:
         self.peer = peer
@@ -90,6 +108,91 @@ class Connection:
         self.listener = listener
         self.security_protocol = security_protocol
         self.sasl: SaslServerSession | None = None
+        self.pipelined = False
+
+
+class _ResponseWriter:
+    """The writer of a pipelined connection (see the module doc): one thread that writes the
+    connection's responses in request order, completing each :class:`wire.protocol.Deferred`
+    first. :meth:`put` queues a response (a kio entity, frame bytes, a ``Deferred``, or ``None``
+    for none) under its correlation id; :meth:`wait_room` blocks the reader while ``depth``
+    responses are owed. A completion that raises or a write that fails ends the connection: the
+    socket is shut down, so the reader's next read ends too, and :attr:`failed` is set."""
+
+    def __init__(self, sock: socket.socket, peer: Any, depth: int = PIPELINE_DEPTH) -> None:
+        self._sock = sock
+        self._peer = peer
+        self._depth = max(1, depth)
+        self._owed: collections.deque[tuple[int, Any]] = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self.failed = False
+        self._thread = threading.Thread(target=self._run, name=f"kafka-writer-{peer[1] if isinstance(peer, tuple) else peer}", daemon=True)
+        self._thread.start()
+
+    def wait_room(self, stopping: threading.Event) -> bool:
+        """Block while ``depth`` responses are owed; ``False`` when the writer failed or the
+        server stops (the connection ends)."""
+        with self._cond:
+            while len(self._owed) >= self._depth and not self.failed and not stopping.is_set():
+                self._cond.wait(0.5)
+            return not self.failed and not stopping.is_set()
+
+    def put(self, correlation_id: int, response: Any) -> bool:
+        """Queue the response to the request with ``correlation_id``; ``False`` when the writer
+        failed (the connection ends)."""
+        with self._cond:
+            if self.failed:
+                return False
+            self._owed.append((correlation_id, response))
+            self._cond.notify_all()
+            return True
+
+    def close(self) -> None:
+        """No more responses: the thread writes what is owed (a peer that closed its end makes
+        that fail quickly) and ends. Does not wait for it."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._owed and not self._closed:
+                    self._cond.wait()
+                if not self._owed:
+                    return
+                correlation_id, response = self._owed[0]  # stays owed until written
+            try:
+                if isinstance(response, (bytes, bytearray)):
+                    out: bytes | bytearray | None = response
+                else:
+                    body = completed(response)
+                    out = None if body is None else encode_response(correlation_id, body)
+            except Exception:
+                log.exception("closing %s: completing the response to correlation id %d failed", self._peer, correlation_id)
+                self._fail()
+                return
+            try:
+                if out is not None:
+                    self._sock.sendall(out)
+            except OSError as exc:
+                log.debug("connection %s ended while writing: %s", self._peer, exc)
+                self._fail()
+                return
+            with self._cond:
+                self._owed.popleft()
+                self._cond.notify_all()
+
+    def _fail(self) -> None:
+        with self._cond:
+            self.failed = True
+            self._owed.clear()
+            self._cond.notify_all()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
@@ -123,13 +226,24 @@ class _Handler(socketserver.BaseRequestHandler):
         sock.settimeout(idle_s)  # reads and writes of this connection; a handler's long poll does not read
         if server.sasl_config is not None:
             conn.sasl = SaslServerSession(server.sasl_config, server.dispatcher.supported)
+        conn.pipelined = tls is None
         dispatcher = server.dispatcher
         max_bytes = server.max_request_bytes
         sasl = conn.sasl
         slots = server.limits.requests  # queued.max.requests (wire.quotas)
+        writer: _ResponseWriter | None = None  # once a response was deferred, every response goes through it
+
+        def emit(correlation_id: int, out: Any) -> bool:
+            if writer is None:
+                sock.sendall(out)
+                return True
+            return writer.put(correlation_id, out)
+
         try:
             while not server.stopping.is_set():
-                release_slot()  # the previous request's response is written (no-op if its handler parked)
+                release_slot()  # the previous request's response is written, deferred or its handler parked
+                if writer is not None and not writer.wait_room(server.stopping):
+                    return
                 head = _recv_exact(sock, 4)
                 if head is None:
                     return
@@ -154,8 +268,8 @@ class _Handler(socketserver.BaseRequestHandler):
                     if sasl.principal is not None:
                         conn.principal = sasl.principal
                     if not step.forward:
-                        if step.response is not None:
-                            sock.sendall(step.response)
+                        if step.response is not None and not emit(-1, step.response):
+                            return
                         if step.close:
                             log.info("closing %s: SASL %s", conn.peer, sasl.state)
                             return
@@ -171,22 +285,30 @@ class _Handler(socketserver.BaseRequestHandler):
                     if out is None:
                         log.info("closing %s: %s", conn.peer, exc)
                         return
-                    sock.sendall(out)
+                    if not emit(exc.correlation_id, out):
+                        return
                     continue
                 except FrameError as exc:
                     log.warning("closing %s: %s", conn.peer, exc)
                     return
                 try:
                     response = dispatcher.handle(request, conn)
+                    if isinstance(response, Deferred):
+                        if not conn.pipelined:  # (a handler defers only on a pipelined connection)
+                            response = response.complete()
+                        elif writer is None:
+                            writer = _ResponseWriter(sock, conn.peer)
                     out = None
-                    if response is not None:
+                    if writer is not None:
+                        out = response  # the writer completes and encodes it, in order
+                    elif response is not None:
                         out = response if isinstance(response, (bytes, bytearray)) else encode_response(request.correlation_id, response)
                 except Exception:
                     # A handler or the encoding of its response failed: only this connection ends.
                     log.exception("closing %s: handler for api_key=%d v%d failed", conn.peer, request.api_key, request.api_version)
                     return
-                if out is not None:
-                    sock.sendall(out)
+                if out is not None and not emit(request.correlation_id, out):
+                    return
         except TimeoutError:
             # Kafka's Selector logs its idle expiry at debug too
             log.debug("closing %s: no request frame read (or response written) within connections.max.idle.ms (%s s)", conn.peer, idle_s)
@@ -194,6 +316,8 @@ class _Handler(socketserver.BaseRequestHandler):
             log.debug("connection %s ended: %s", conn.peer, exc)
         finally:
             release_slot()
+            if writer is not None:
+                writer.close()
             try:
                 dispatcher.connection_closed(conn)
             except Exception:  # pragma: no cover - cleanup must not raise into socketserver

@@ -7,6 +7,7 @@ divergent log truncates by leader epoch (KIP-101, reference #63) before it fetch
 from __future__ import annotations
 
 import datetime
+import time
 
 import pytest
 
@@ -173,3 +174,38 @@ def test_leader_change_truncates_the_old_leaders_uncommitted_tail(cluster):
     assert old.read(0, 1 << 20, max_offset=3).records == new.read(0, 1 << 20, max_offset=3).records
     assert [(e.epoch, e.start_offset) for e in old.leader_epoch_cache.entries()] == [(0, 0), (1, 2)]
     assert c.wait_leader(lambda st: st.isr == (2, 1), node=2)  # caught up: back in the ISR
+
+
+def _produce_frame(correlation_id: int, records: bytes, acks: int, timeout_ms: int = 20_000) -> bytes:
+    from wire.protocol import encode_request, request_header
+
+    req = ProduceRequest(transactional_id=None, acks=i16(acks), timeout=datetime.timedelta(milliseconds=timeout_ms),
+                         topic_data=(TopicProduceData(name="t", partition_data=(PartitionProduceData(index=i32(0), records=records),)),))
+    return encode_request(request_header(0, 9, correlation_id), req)
+
+
+def test_a_produce_waiting_for_replication_does_not_hold_up_the_next_request_on_its_connection(cluster):
+    """Two produces pipelined on one connection (as an idempotent producer keeps up to five in
+    flight): the acks=-1 one waits for the follower, the acks=1 one behind it is appended
+    meanwhile; both are answered, in request order, once the follower fetched."""
+    import select
+    import socket
+
+    from tests.e2e.helpers import read_frame
+    from wire.protocol import decode_response
+
+    c = cluster()
+    leader = c.regs[1].open("t", 0)
+    with socket.create_connection(("127.0.0.1", c.listeners[1].port), timeout=20) as s:
+        s.sendall(_produce_frame(1, _batch(2, "a"), acks=-1) + _produce_frame(2, _batch(3, "b"), acks=1))
+        deadline = time.monotonic() + 10
+        while leader.log_end_offset < 5 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert leader.log_end_offset == 5, "the acks=1 produce behind the waiting acks=-1 one was not appended"
+        assert select.select([s], [], [], 0.3)[0] == [], "answered before the follower had the records"
+        c.follow()
+        answers = [decode_response(read_frame(s), 0, 9) for _ in range(2)]
+    assert [cid for cid, _ in answers] == [1, 2]
+    parts = [resp.responses[0].partition_responses[0] for _, resp in answers]
+    assert [(int(p.error_code.value), int(p.base_offset)) for p in parts] == [(0, 0), (0, 2)]
+    assert leader.high_watermark >= 2

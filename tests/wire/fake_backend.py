@@ -198,8 +198,8 @@ class FakeBackend:
         self.log_start[(topic, partition)] = low
         return None, low
 
-    def data_version(self):
-        return self._appends
+    def data_version(self, partitions=()):
+        return self._appends  # one counter for every partition
 
     def wait_for_data(self, timeout_ms, since=None):
         with self._cond:

@@ -142,3 +142,106 @@ def test_delete_topics_answers_duplicates_and_bad_entries_as_kafka_does(listener
         ("", str(uuid.UUID(int=7)), 100, ""),
     ])
     assert {t.name for t in be.topics()} == {"a", "b", "c"}  # only d was deleted
+
+
+class _DeferringDispatcher:
+    """ApiVersions only: correlation id 1 is answered with a Deferred that completes once
+    :attr:`release` is set (or raises, with ``fail``); the others at once. :attr:`handled` lists
+    the correlation ids in the order the listener handed them over."""
+
+    def __init__(self, fail: bool = False) -> None:
+        import threading
+
+        inner = KafkaDispatcher(FakeBackend(), auto_create_topics=False)
+        self.supported = inner.supported
+        self._inner = inner
+        self.release = threading.Event()
+        self.fail = fail
+        self.handled: list[int] = []
+        self.pipelined: list[bool] = []
+
+    def handle(self, request, conn):
+        from wire.protocol import Deferred
+
+        self.handled.append(request.correlation_id)
+        self.pipelined.append(conn.pipelined)
+        response = self._inner.handle(request, conn)
+        if request.correlation_id != 1:
+            return response
+
+        def complete():
+            assert self.release.wait(10)
+            if self.fail:
+                raise RuntimeError("completion failed")
+            return response
+
+        return Deferred(complete)
+
+    def unsupported(self, exc):
+        return self._inner.unsupported(exc)
+
+    def connection_closed(self, conn):
+        pass
+
+
+@pytest.fixture()
+def deferring():
+    made = []
+
+    def make(fail: bool = False):
+        d = _DeferringDispatcher(fail)
+        lst = KafkaListener("127.0.0.1", 0, d, max_request_bytes=1 << 20).start()
+        made.append(lst)
+        return lst, d
+
+    yield make
+    for lst in made:
+        lst.stop()
+
+
+def _wait(pred, timeout_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not pred() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return pred()
+
+
+def test_a_deferred_response_does_not_hold_up_the_requests_behind_it_and_answers_stay_in_order(deferring):
+    import select
+
+    lst, d = deferring()
+    with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
+        s.sendall(b"".join(_api_versions_frame(i) for i in (1, 2, 3)))
+        assert _wait(lambda: d.handled == [1, 2, 3]), d.handled
+        assert select.select([s], [], [], 0.3)[0] == [], "an answer overtook the deferred one"
+        d.release.set()
+        ids = [decode_response(read_frame(s), 18, 3)[0] for _ in range(3)]
+    assert ids == [1, 2, 3]
+    assert d.pipelined == [True, True, True]
+
+
+def test_a_pipelined_connection_reads_at_most_pipeline_depth_requests_ahead(deferring):
+    from wire.server import PIPELINE_DEPTH
+
+    lst, d = deferring()
+    n = PIPELINE_DEPTH + 3
+    with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
+        s.sendall(b"".join(_api_versions_frame(i) for i in range(1, n + 1)))
+        assert _wait(lambda: len(d.handled) == PIPELINE_DEPTH)
+        time.sleep(0.3)
+        assert d.handled == list(range(1, PIPELINE_DEPTH + 1)), "read past the pipeline depth while the first answer was owed"
+        d.release.set()
+        ids = [decode_response(read_frame(s), 18, 3)[0] for _ in range(n)]
+    assert ids == list(range(1, n + 1))
+
+
+def test_a_deferred_response_that_fails_closes_only_its_connection(deferring):
+    lst, d = deferring(fail=True)
+    with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
+        s.sendall(_api_versions_frame(1) + _api_versions_frame(2))
+        assert _wait(lambda: d.handled == [1, 2])
+        d.release.set()
+        assert read_frame(s) is None  # neither answer: the first could not be completed
+    with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
+        s.sendall(_api_versions_frame(7))
+        assert decode_response(read_frame(s), 18, 3)[0] == 7

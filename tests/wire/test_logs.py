@@ -91,3 +91,36 @@ def test_long_poll_wait_sees_an_append_made_before_it_started(reg):
     t0 = time.monotonic()
     reg.wait(200)  # no append after the call: the whole timeout
     assert time.monotonic() - t0 >= 0.19
+
+
+def test_a_long_poll_on_a_partition_is_woken_by_its_appends_only(reg):
+    """Kafka's DelayedFetch is keyed by partition: a Fetch waiting on t-0 stays parked through
+    appends to t-1 (each would otherwise wake it to re-read everything and park again) and ends
+    with an append to t-0. A version taken before an append to the partition ends the wait at
+    once (the long poll's race, keyed)."""
+    import threading
+
+    reg.append("t", 0, build_batch([(None, b"a")]))
+    reg.append("t", 1, build_batch([(None, b"a")]))
+    ended: list[str] = []
+
+    def waiter(name: str, partition: int) -> threading.Thread:
+        seen = reg.data_version([("t", partition)])
+        th = threading.Thread(target=lambda: (reg.wait(20_000, since=seen), ended.append(name)))
+        th.start()
+        return th
+
+    on0, on1 = waiter("t-0", 0), waiter("t-1", 1)
+    reg.append("t", 1, build_batch([(None, b"b")]))
+    on1.join(10)
+    assert ended == ["t-1"]
+    on0.join(0.3)
+    assert on0.is_alive() and ended == ["t-1"], "an append to t-1 woke the long poll on t-0"
+    reg.append("t", 0, build_batch([(None, b"b")]))
+    on0.join(10)
+    assert ended == ["t-1", "t-0"]
+    seen = reg.data_version([("t", 0)])
+    reg.append("t", 0, build_batch([(None, b"c")]))
+    t0 = time.monotonic()
+    reg.wait(20_000, since=seen)
+    assert time.monotonic() - t0 < 10

@@ -55,14 +55,17 @@ def api_versions_frame(corr: int) -> bytes:
 
 
 class RecordingDispatcher(KafkaDispatcher):
-    """Records each connection's principal/listener/protocol as the handlers see them."""
+    """Records each connection's principal/listener/protocol as the handlers see them, and
+    whether a handler may defer its response (``pipelined``: never over TLS)."""
 
     def __init__(self, *a, **kw):
         super().__init__(*a, **kw)
         self.seen: list[tuple[str, str, str]] = []
+        self.pipelined: list[bool] = []
 
     def handle(self, request, conn: Connection):
         self.seen.append((conn.principal, conn.listener, conn.security_protocol))
+        self.pipelined.append(conn.pipelined)
         return super().handle(request, conn)
 
 
@@ -181,6 +184,7 @@ def test_ssl_principal_is_the_client_certificate_dn(pki):
     finally:
         lst.stop()
     assert d.seen == [("User:CN=alice,O=x", "CLIENTS", "SSL"), ("User:ANONYMOUS", "CLIENTS", "SSL")]
+    assert d.pipelined == [False, False]  # an SSLSocket is read and written by one thread only
 
 
 def test_required_client_auth_refuses_no_or_foreign_certificates_and_only_that_connection(pki):
@@ -274,6 +278,7 @@ def test_plaintext_connections_carry_the_defaults():
     finally:
         lst.stop()
     assert d.seen == [("User:ANONYMOUS", "PLAINTEXT", "PLAINTEXT")]
+    assert d.pipelined == [True]
 
 
 def test_connections_max_idle_ms_applies_after_the_tls_handshake(pki):
