@@ -242,12 +242,12 @@ def part_catchup(cl: ce.Cluster, mb: int) -> dict:
     """Stop a follower, write ``mb`` MB, restart it: catch-up MB/s and time to rejoin every ISR."""
     topic = "catchup"
     _new_topic(cl, topic)
-    parts = cl.partitions()
+    parts = cl.partitions(topic=topic)
     victim = next(n for n in (3, 2, 1) if all(ld != n for ld, _r, _i in parts.values()))  # a pure follower
     node_dir = cl.base / f"node{victim}"
     cl.nodes[victim].stop()
     survivors = tuple(n for n in (1, 2, 3) if n != victim)
-    assert wait_for(lambda: all(victim not in isr for _l, _r, isr in cl.partitions(*survivors).values()), 60)
+    assert wait_for(lambda: all(victim not in isr for _l, _r, isr in cl.partitions(*survivors, topic=topic).values()), 60)
     before = sum(_log_bytes(node_dir, topic).values())
     size = 10 * 1024
     n = mb * 1024 * 1024 // size
@@ -256,7 +256,7 @@ def part_catchup(cl: ce.Cluster, mb: int) -> dict:
                         capture_output=True, text=True, timeout=900)
     write_s = time.perf_counter() - t
     assert pr.stdout.strip().endswith("0"), f"bulk producer left records: {pr.stdout} {pr.stderr[-500:]}"
-    leader_dir = {p: cl.base / f"node{ld}" for p, (ld, _r, _i) in cl.partitions(*survivors).items()}
+    leader_dir = {p: cl.base / f"node{ld}" for p, (ld, _r, _i) in cl.partitions(*survivors, topic=topic).items()}
     target = {p: _log_bytes(leader_dir[p], topic)[p] for p in range(PARTITIONS)}
     t_launch = time.perf_counter()
     cl.start(victim)
@@ -265,7 +265,7 @@ def part_catchup(cl: ce.Cluster, mb: int) -> dict:
     t_caught = time.perf_counter()
 
     def in_isr() -> bool:
-        ps = cl.partitions(*survivors)
+        ps = cl.partitions(*survivors, topic=topic)
         return ps != {} and all(victim in isr for _l, _r, isr in ps.values())
 
     assert wait_for(in_isr, 300, 0.1), "the restarted node never rejoined the ISRs"

@@ -19,7 +19,9 @@ hands the partition to a watcher: one thread per leader node that keeps one long
 in flight for every watched partition of that leader. The leader answers it when its high
 watermark moves (Kafka's fetch purgatory), and the watcher bumps the partition's key: the
 waiting share fetch wakes on the append, not on a timer. A partition not watched for
-``_WATCH_IDLE_S`` leaves the watcher; a newly watched one restarts the poll in flight at once.
+``_WATCH_IDLE_S`` leaves the watcher; a newly watched one restarts the poll in flight at once. A
+watcher left with nothing to watch for ``_WATCH_IDLE_S`` ends its thread (a leader that left the
+cluster keeps none).
 
 Deviation from Kafka: there the partition's leader holds the share-partition itself and reads its
 own log; here the coordinator reads over the network, one round trip more per fetch.
@@ -110,10 +112,13 @@ class _Watcher:
         self.thread = threading.Thread(target=self._run, name=f"shoal-share-leader-watch-{node}", daemon=True)
         self.thread.start()
 
-    def watch(self, key: tuple[str, int], high_watermark: int) -> bool:
+    def watch(self, key: tuple[str, int], high_watermark: int) -> bool | None:
         """Watch ``key`` from ``high_watermark``; ``True`` when the leader is already known to be
-        past it (the caller's wait is over at once)."""
+        past it (the caller's wait is over at once); ``None`` when this watcher has ended (idle,
+        or stopped): the caller watches with a new one."""
         with self.cond:
+            if self.stopped:
+                return None
             entry = self.seen.get(key)
             if entry is None:
                 self.seen[key] = [high_watermark, time.monotonic()]
@@ -146,8 +151,10 @@ class _Watcher:
                 for key in [k for k, (_hw, at) in self.seen.items() if now - at > _WATCH_IDLE_S]:
                     del self.seen[key]
                 while not self.seen and not self.stopped:
-                    self.cond.wait()
+                    if not self.cond.wait(_WATCH_IDLE_S) and not self.seen:
+                        self.stopped = True  # nothing asked of this leader for that long (it may be gone): end
                 if self.stopped:
+                    self.owner._ended(self)  # noqa: SLF001 - the owner's registry of watchers
                     return
                 parts = [(t, p, int(hw), 1, -1, -1) for (t, p), (hw, _at) in self.seen.items()]
                 self.in_flight = frozenset((spec[0], spec[1]) for spec in parts)
@@ -268,14 +275,30 @@ class LeaderReads:
         if leader < 0:
             self.waits.bump(("partition", topic, partition))
             return
-        with self._lock:
-            if self._closed:
-                return
-            w = self._watchers.get(leader)
-            if w is None:
-                w = self._watchers[leader] = _Watcher(self, leader)
-        if w.watch((topic, partition), high_watermark):
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                w = self._watchers.get(leader)
+                if w is None:
+                    w = self._watchers[leader] = _Watcher(self, leader)
+            past = w.watch((topic, partition), high_watermark)
+            if past is not None:
+                break
+            self._ended(w)  # it ended between the lookup and the watch: a new one takes the partition
+        if past:
             self.waits.bump(("partition", topic, partition))
+
+    def _ended(self, w: _Watcher) -> None:
+        """``w`` has ended: forget it (a later watch of its leader starts a new one)."""
+        with self._lock:
+            if self._watchers.get(w.node) is w:
+                del self._watchers[w.node]
+
+    def watchers(self) -> list[int]:
+        """The leaders watched now (node ids), for tests and status."""
+        with self._lock:
+            return sorted(self._watchers)
 
     def close(self) -> None:
         """Stop the watchers and close the pooled channels."""

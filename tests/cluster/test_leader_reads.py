@@ -193,3 +193,32 @@ def test_trim_batches_keeps_what_a_local_read_with_the_same_limits_keeps(tmp_pat
             assert trim_batches(whole, offset, max_records, min_batches) == local, (offset, max_records, min_batches)
     finally:
         logs.close()
+
+
+def test_a_watcher_with_nothing_to_watch_ends_and_a_later_watch_starts_a_new_one(nodes: Nodes, monkeypatch):
+    """A leader's watcher thread does not outlive its use (a leader that left the cluster would
+    otherwise keep one forever): once nothing was watched for ``_WATCH_IDLE_S`` it ends, and a
+    later wait on that leader's partitions gets a new watcher that is woken by the append."""
+    import wire.leader_reads as lr
+
+    monkeypatch.setattr(lr, "_WATCH_IDLE_S", 0.3)
+    hw = nodes.leader.read("t", 0, 0, 1 << 20).high_watermark
+    woke = threading.Event()
+    real_bump = nodes.coord.waits.bump
+
+    def bump(key):
+        if key == ("partition", "t", 0):
+            woke.set()
+        real_bump(key)
+
+    nodes.coord.waits.bump = bump
+    nodes.reads.watch("t", 0, hw)
+    first = nodes.reads._watchers[2]  # noqa: SLF001
+    assert nodes.reads.watchers() == [2]
+    first.thread.join(JOIN_S)  # the key ages out after a poll, then the idle wait ends the thread
+    assert not first.thread.is_alive() and nodes.reads.watchers() == []
+    nodes.reads.watch("t", 0, hw)
+    assert nodes.reads.watchers() == [2] and nodes.reads._watchers[2] is not first  # noqa: SLF001
+    woke.clear()
+    nodes.produce(0, b"x")  # answered by the poll in flight, or at once by the next (asked from the old high watermark)
+    assert woke.wait(JOIN_S), "the new watcher did not see the leader's append"

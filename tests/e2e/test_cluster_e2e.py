@@ -76,10 +76,10 @@ class Cluster:
         except Exception:
             return None
 
-    def partitions(self, *nodes: int) -> dict[int, tuple[int, list[int], list[int]]]:
-        """partition → (leader, replicas, sorted ISR) of the topic, as ``nodes`` see it."""
+    def partitions(self, *nodes: int, topic: str = TOPIC) -> dict[int, tuple[int, list[int], list[int]]]:
+        """partition → (leader, replicas, sorted ISR) of ``topic``, as ``nodes`` see it."""
         md = self.metadata(*nodes)
-        t = md.topics.get(TOPIC) if md is not None else None
+        t = md.topics.get(topic) if md is not None else None
         if t is None or t.error is not None:
             return {}
         return {p.id: (p.leader, list(p.replicas), sorted(p.isrs)) for p in t.partitions.values()}
