@@ -239,11 +239,13 @@ print(p.flush(300))
 
 
 def part_catchup(cl: ce.Cluster, mb: int) -> dict:
-    """Stop a follower, write ``mb`` MB, restart it: catch-up MB/s and time to rejoin every ISR."""
+    """Stop a node, write ``mb`` MB, restart it: catch-up MB/s and time to rejoin every ISR."""
     topic = "catchup"
     _new_topic(cl, topic)
     parts = cl.partitions(topic=topic)
-    victim = next(n for n in (3, 2, 1) if all(ld != n for ld, _r, _i in parts.values()))  # a pure follower
+    # the node leading fewest of the topic's partitions (a stop fences it first: what it leads
+    # moves to the others, so it returns as a pure follower)
+    victim = min((3, 2, 1), key=lambda n: sum(ld == n for ld, _r, _i in parts.values()))
     node_dir = cl.base / f"node{victim}"
     cl.nodes[victim].stop()
     survivors = tuple(n for n in (1, 2, 3) if n != victim)

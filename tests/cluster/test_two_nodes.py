@@ -188,10 +188,9 @@ def test_a_produce_waiting_for_replication_does_not_hold_up_the_next_request_on_
     """Two produces pipelined on one connection (as an idempotent producer keeps up to five in
     flight): the acks=-1 one waits for the follower, the acks=1 one behind it is appended
     meanwhile; both are answered, in request order, once the follower fetched."""
-    import select
     import socket
 
-    from tests.e2e.helpers import read_frame
+    from tests.e2e.helpers import read_frame, readable
     from wire.protocol import decode_response
 
     c = cluster()
@@ -202,7 +201,7 @@ def test_a_produce_waiting_for_replication_does_not_hold_up_the_next_request_on_
         while leader.log_end_offset < 5 and time.monotonic() < deadline:
             time.sleep(0.01)
         assert leader.log_end_offset == 5, "the acks=1 produce behind the waiting acks=-1 one was not appended"
-        assert select.select([s], [], [], 0.3)[0] == [], "answered before the follower had the records"
+        assert not readable(s, 0.3), "answered before the follower had the records"
         c.follow()
         answers = [decode_response(read_frame(s), 0, 9) for _ in range(2)]
     assert [cid for cid, _ in answers] == [1, 2]

@@ -238,6 +238,16 @@ def read_frame(s: socket.socket) -> bytes | None:
     return _recv(s, size)
 
 
+def readable(s: socket.socket, timeout_s: float) -> bool:
+    """Whether ``s`` has bytes to read (or was closed) within ``timeout_s`` (``poll``, not
+    ``select``: a long test run's descriptors pass 1024)."""
+    import select
+
+    p = select.poll()
+    p.register(s, select.POLLIN)
+    return bool(p.poll(timeout_s * 1000))
+
+
 def _recv(s: socket.socket, n: int) -> bytes | None:
     buf = b""
     while len(buf) < n:

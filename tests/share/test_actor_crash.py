@@ -153,7 +153,9 @@ def test_state_survives_sigkill_of_the_actor_process(tmp_path, path):
     deadline = time.monotonic() + 120  # a child that fails or stalls must fail the test, not hang it
     try:
         while lines < 15:  # the child keeps fetching and acknowledging: kill it mid-flight
-            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+            poller = select.poll()  # not select(): a long test run's descriptors pass 1024
+            poller.register(proc.stdout, select.POLLIN)
+            ready = poller.poll(max(0.0, deadline - time.monotonic()) * 1000)
             line = proc.stdout.readline() if ready else ""  # type: ignore[union-attr]
             if not line:
                 break
