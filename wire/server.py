@@ -10,8 +10,10 @@ writes it and every later response, still in request order, while the connection
 and handling up to :data:`PIPELINE_DEPTH` requests (Kafka's default
 ``max.in.flight.requests.per.connection``) ahead. A producer with several requests in flight
 then waits one replication round per request, not one per request before it (Kafka mutes the
-channel, and its replication round is a fraction of a millisecond). A TLS connection keeps
-Kafka's one request at a time: an ``ssl.SSLSocket`` must not be read and written by two threads.
+channel, and its replication round is a fraction of a millisecond). A connection that then
+meets a bad frame writes what it owes before it closes, as a muted channel would have answered
+before reading it. A TLS connection keeps Kafka's one request at a time: an ``ssl.SSLSocket``
+must not be read and written by two threads.
 
 Frames larger than ``socket.request.max.bytes`` or not positive close the connection (Kafka's
 ``InvalidReceiveException``); a malformed frame (rejected by :mod:`wire.frame_guard` before kio
@@ -67,6 +69,9 @@ _SIZE = struct.Struct(">i")
 #: responses a pipelined connection may owe before it reads its next request (Kafka's default
 #: ``max.in.flight.requests.per.connection``: what an idempotent producer keeps in flight)
 PIPELINE_DEPTH = 5
+#: how long a connection closing for a bad frame waits for the responses it still owes (s;
+#: Kafka's default ``request.timeout.ms``, which bounds a deferred produce's wait too)
+_DRAIN_S = 30.0
 
 
 class Dispatcher:
@@ -148,12 +153,15 @@ class _ResponseWriter:
             self._cond.notify_all()
             return True
 
-    def close(self) -> None:
-        """No more responses: the thread writes what is owed (a peer that closed its end makes
-        that fail quickly) and ends. Does not wait for it."""
+    def close(self, drain_s: float = 0.0) -> None:
+        """No more responses: the thread writes what is owed and ends. Waits up to ``drain_s``
+        for that (a connection closed for a bad frame first answers the requests before it, as a
+        muted Kafka channel would have; one whose peer left does not wait)."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+            if drain_s > 0:
+                self._cond.wait_for(lambda: not self._owed or self.failed, drain_s)
 
     def _run(self) -> None:
         while True:
@@ -232,6 +240,7 @@ class _Handler(socketserver.BaseRequestHandler):
         sasl = conn.sasl
         slots = server.limits.requests  # queued.max.requests (wire.quotas)
         writer: _ResponseWriter | None = None  # once a response was deferred, every response goes through it
+        peer_gone = False  # the peer closed or went silent: owed responses are not waited for
 
         def emit(correlation_id: int, out: Any) -> bool:
             if writer is None:
@@ -246,6 +255,7 @@ class _Handler(socketserver.BaseRequestHandler):
                     return
                 head = _recv_exact(sock, 4)
                 if head is None:
+                    peer_gone = True
                     return
                 (size,) = _SIZE.unpack(head)
                 limit = max_bytes
@@ -256,6 +266,7 @@ class _Handler(socketserver.BaseRequestHandler):
                     return
                 payload = recv_body(sock, size)  # in chunks: never allocates the declared size up front
                 if payload is None:
+                    peer_gone = True
                     return
                 # queued.max.requests counts requests read and not yet answered or parked, so the
                 # slot is taken only now: a client that stalls mid-frame holds none.
@@ -310,14 +321,16 @@ class _Handler(socketserver.BaseRequestHandler):
                 if out is not None and not emit(request.correlation_id, out):
                     return
         except TimeoutError:
+            peer_gone = True
             # Kafka's Selector logs its idle expiry at debug too
             log.debug("closing %s: no request frame read (or response written) within connections.max.idle.ms (%s s)", conn.peer, idle_s)
         except (ConnectionError, OSError) as exc:
+            peer_gone = True
             log.debug("connection %s ended: %s", conn.peer, exc)
         finally:
             release_slot()
             if writer is not None:
-                writer.close()
+                writer.close(0.0 if peer_gone or server.stopping.is_set() else _DRAIN_S)
             try:
                 dispatcher.connection_closed(conn)
             except Exception:  # pragma: no cover - cleanup must not raise into socketserver

@@ -243,3 +243,16 @@ def test_a_deferred_response_that_fails_closes_only_its_connection(deferring):
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
         s.sendall(_api_versions_frame(7))
         assert decode_response(read_frame(s), 18, 3)[0] == 7
+
+
+def test_a_bad_frame_behind_deferred_responses_closes_the_connection_after_answering_them(deferring):
+    """A muted Kafka channel answers a request before it reads the next frame; a pipelined one
+    that meets a bad frame first writes what it owes, then closes."""
+    lst, d = deferring()
+    with socket.create_connection(("127.0.0.1", lst.port), timeout=10) as s:
+        s.sendall(_api_versions_frame(1) + _api_versions_frame(2) + struct.pack(">i", 0))
+        assert _wait(lambda: d.handled == [1, 2])
+        time.sleep(0.1)  # the reader meets the bad frame while answer 1 is still owed
+        d.release.set()
+        assert [decode_response(read_frame(s), 18, 3)[0] for _ in range(2)] == [1, 2]
+        assert read_frame(s) is None
