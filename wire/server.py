@@ -98,7 +98,7 @@ class Dispatcher:
 class Connection:
     """Per-connection state handed to handlers: ``peer`` (host, port), ``data`` (per-connection
     scratch), ``principal`` (``"User:<name>"``: the SASL user, the TLS client certificate's DN, or
-    ``User:ANONYMOUS``), ``listener`` (listener name, e.g. ``"SASL_SSL"``), ``security_protocol``
+    ``User:ANONYMOUS``), ``listener`` (listener name, e.g. ``"SASL_SSL"``), ``security_protocol``,
     ``sasl`` (the connection's :class:`wire.sasl.SaslServerSession`, or ``None``) and
     ``pipelined`` (whether a handler may answer with a :class:`wire.protocol.Deferred`: the
     listener's plain-socket connections)."""
