@@ -265,15 +265,15 @@ class Backend(Protocol):
         transactions are not implemented (UNSUPPORTED_VERSION)."""
         return "UNSUPPORTED_VERSION", -1, -1
 
-    def data_version(self, partitions: Sequence[tuple[str, int]] = ()) -> Any:
-        """An opaque token for :meth:`wait_for_data`, taken before the partitions are read:
-        what ``partitions`` ((topic, partition) pairs; none: every partition) hold now."""
+    def data_version(self, partitions: Sequence[tuple[str, int]]) -> Any:
+        """An opaque token for :meth:`wait_for_data`, taken before ``partitions`` ((topic,
+        partition) pairs) are read: what they hold now."""
         return 0
 
-    def wait_for_data(self, timeout_ms: int, since: Any = None) -> None:
+    def wait_for_data(self, timeout_ms: int, since: Any) -> None:
         """Block up to ``timeout_ms`` or until one of the partitions :meth:`data_version` was
-        asked about (any partition, if none) gets new records or a new high watermark after it
-        returned ``since`` (``None``: after this call) — the long poll."""
+        asked about gets new records or a new high watermark after it returned ``since`` — the
+        long poll."""
 
     # -- share groups (one message to the group's ShareGroupActor each) ----------------------
     def share_heartbeat(self, group: str, member_id: str, epoch: int, rack: str | None, subscribed: list[str] | None, client_id: str, client_host: str) -> "HeartbeatResult":

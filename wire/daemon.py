@@ -338,11 +338,11 @@ class ShoalBackend:
         except ProducerIdsUnavailable as exc:
             return exc.error, -1, -1
 
-    def data_version(self, partitions: Sequence[tuple[str, int]] = ()) -> Any:
+    def data_version(self, partitions: Sequence[tuple[str, int]]) -> Any:
         """The log registry's versions of ``partitions`` (:meth:`wire.logs.LogRegistry.data_version`)."""
         return self.logs.data_version(partitions)
 
-    def wait_for_data(self, timeout_ms: int, since: Any = None) -> None:
+    def wait_for_data(self, timeout_ms: int, since: Any) -> None:
         """Block until a change ``since`` covers (see :meth:`wire.logs.LogRegistry.wait`) or ``timeout_ms``."""
         self.logs.wait(timeout_ms, since)
 

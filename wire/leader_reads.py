@@ -295,11 +295,6 @@ class LeaderReads:
             if self._watchers.get(w.node) is w:
                 del self._watchers[w.node]
 
-    def watchers(self) -> list[int]:
-        """The leaders watched now (node ids), for tests and status."""
-        with self._lock:
-            return sorted(self._watchers)
-
     def close(self) -> None:
         """Stop the watchers and close the pooled channels."""
         with self._lock:

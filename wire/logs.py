@@ -75,8 +75,6 @@ class LogRegistry:
         self._topic_config = topic_config or (lambda _t: {})
         self._logs: dict[tuple[str, int], PartitionLog] = {}
         self._lock = threading.Lock()
-        self._data = threading.Condition()
-        self._version = 0
         #: per-partition long polls (:class:`wire.waits.WaitSet`), bumped by :meth:`notify`
         self.waits = WaitSet()
         self.remote_read: Callable[[PartitionLog, int, int], bytes] | None = None
@@ -474,39 +472,25 @@ class LogRegistry:
         self.notify(topic, partition)  # readers waiting on the log see the change
         return None, low
 
-    def data_version(self, partitions: Sequence[tuple[str, int]] = ()) -> Any:
-        """What :meth:`wait` compares against (take it *before* looking at the logs): with
-        ``partitions``, the versions of their keys in :attr:`waits` (``("partition", topic,
-        partition)``, bumped by :meth:`notify`); without, a counter bumped by every append and
-        every :meth:`notify`."""
-        if partitions:
-            return self.waits.versions([("partition", t, p) for t, p in partitions])
-        return self._version
+    def data_version(self, partitions: Sequence[tuple[str, int]]) -> dict:
+        """What :meth:`wait` compares against: the versions of the ``partitions``' keys in
+        :attr:`waits` (``("partition", topic, partition)``, bumped by :meth:`notify`). Take it
+        *before* looking at the logs."""
+        return self.waits.versions([("partition", t, p) for t, p in partitions])
 
-    def notify(self, topic: str | None = None, partition: int | None = None) -> None:
-        """Bump :meth:`data_version` and wake every :meth:`wait`; with a partition, also wake the
-        long polls waiting on it in :attr:`waits` (``("partition", topic, partition)``: the Fetch
-        and ShareFetch purgatories). :meth:`append` calls it after the high watermark moved, the
+    def notify(self, topic: str, partition: int) -> None:
+        """Wake the long polls waiting on ``topic``-``partition`` in :attr:`waits` (the Fetch and
+        ShareFetch purgatories). :meth:`append` calls it after the high watermark moved, the
         replica manager when followers moved it."""
-        with self._data:
-            self._version += 1
-            self._data.notify_all()
-        if topic is not None and partition is not None:
-            self.waits.bump(("partition", topic, partition))
+        self.waits.bump(("partition", topic, partition))
 
-    def wait(self, timeout_ms: int, since: Any = None) -> None:
-        """Block until what ``since`` (from :meth:`data_version`) covers changes, or
-        ``timeout_ms`` passes: a change of one of its partitions (Kafka's ``DelayedFetch`` is keyed
-        by partition: an append to another partition does not wake it), or any append or
-        :meth:`notify` for the global counter (``None``: one after this call). Take ``since``
-        *before* checking the logs, or a change between the check and the wait is missed and the
-        long poll sleeps its whole ``timeout_ms`` with data waiting."""
-        if isinstance(since, dict):
-            self.waits.wait(since, max(0, timeout_ms) / 1000, party=object())  # its own party: every waiter wakes
-            return
-        with self._data:
-            v = self._version if since is None else since
-            self._data.wait_for(lambda: self._version != v, timeout=max(0, timeout_ms) / 1000)
+    def wait(self, timeout_ms: int, since: dict) -> None:
+        """Block until one of the partitions ``since`` (from :meth:`data_version`) covers changes,
+        or ``timeout_ms`` passes (Kafka's ``DelayedFetch`` is keyed by partition: an append to
+        another partition does not wake it). Take ``since`` *before* checking the logs, or a
+        change between the check and the wait is missed and the long poll sleeps its whole
+        ``timeout_ms`` with data waiting."""
+        self.waits.wait(since, max(0, timeout_ms) / 1000, party=object())  # its own party: every waiter wakes
 
     def end_offsets(self) -> dict[tuple[str, int], int]:
         """High watermark of every open log."""

@@ -122,10 +122,10 @@ class RegistryBackend(FakeBackend):
     def offset_for_leader_epoch(self, topic, partition, current_leader_epoch, leader_epoch):
         return self.logs.offset_for_leader_epoch(topic, partition, current_leader_epoch, leader_epoch)
 
-    def data_version(self, partitions=()):
+    def data_version(self, partitions):
         return self.logs.data_version(partitions)
 
-    def wait_for_data(self, timeout_ms: int, since=None) -> None:
+    def wait_for_data(self, timeout_ms: int, since) -> None:
         self.logs.wait(timeout_ms, since)
 
 

@@ -7,7 +7,6 @@ divergent log truncates by leader epoch (KIP-101, reference #63) before it fetch
 from __future__ import annotations
 
 import datetime
-import time
 
 import pytest
 
@@ -190,16 +189,14 @@ def test_a_produce_waiting_for_replication_does_not_hold_up_the_next_request_on_
     meanwhile; both are answered, in request order, once the follower fetched."""
     import socket
 
-    from tests.e2e.helpers import read_frame, readable
+    from tests.e2e.helpers import read_frame, readable, wait_for
     from wire.protocol import decode_response
 
     c = cluster()
     leader = c.regs[1].open("t", 0)
     with socket.create_connection(("127.0.0.1", c.listeners[1].port), timeout=20) as s:
         s.sendall(_produce_frame(1, _batch(2, "a"), acks=-1) + _produce_frame(2, _batch(3, "b"), acks=1))
-        deadline = time.monotonic() + 10
-        while leader.log_end_offset < 5 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(lambda: leader.log_end_offset >= 5, 10, 0.01)
         assert leader.log_end_offset == 5, "the acks=1 produce behind the waiting acks=-1 one was not appended"
         assert not readable(s, 0.3), "answered before the follower had the records"
         c.follow()

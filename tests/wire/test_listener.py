@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.e2e.helpers import read_frame, readable
+from tests.e2e.helpers import read_frame, readable, wait_for
 from tests.wire.fake_backend import FakeBackend
 from wire.dispatch import KafkaDispatcher
 from wire.protocol import decode_response, encode_request, request_header
@@ -199,18 +199,11 @@ def deferring():
         lst.stop()
 
 
-def _wait(pred, timeout_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not pred() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return pred()
-
-
 def test_a_deferred_response_does_not_hold_up_the_requests_behind_it_and_answers_stay_in_order(deferring):
     lst, d = deferring()
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
         s.sendall(b"".join(_api_versions_frame(i) for i in (1, 2, 3)))
-        assert _wait(lambda: d.handled == [1, 2, 3]), d.handled
+        assert wait_for(lambda: d.handled == [1, 2, 3], 5, 0.01), d.handled
         assert not readable(s, 0.3), "an answer overtook the deferred one"
         d.release.set()
         ids = [decode_response(read_frame(s), 18, 3)[0] for _ in range(3)]
@@ -225,7 +218,7 @@ def test_a_pipelined_connection_reads_at_most_pipeline_depth_requests_ahead(defe
     n = PIPELINE_DEPTH + 3
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
         s.sendall(b"".join(_api_versions_frame(i) for i in range(1, n + 1)))
-        assert _wait(lambda: len(d.handled) == PIPELINE_DEPTH)
+        assert wait_for(lambda: len(d.handled) == PIPELINE_DEPTH, 5, 0.01)
         time.sleep(0.3)
         assert d.handled == list(range(1, PIPELINE_DEPTH + 1)), "read past the pipeline depth while the first answer was owed"
         d.release.set()
@@ -237,7 +230,7 @@ def test_a_deferred_response_that_fails_closes_only_its_connection(deferring):
     lst, d = deferring(fail=True)
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
         s.sendall(_api_versions_frame(1) + _api_versions_frame(2))
-        assert _wait(lambda: d.handled == [1, 2])
+        assert wait_for(lambda: d.handled == [1, 2], 5, 0.01)
         d.release.set()
         assert read_frame(s) is None  # neither answer: the first could not be completed
     with socket.create_connection(("127.0.0.1", lst.port), timeout=5) as s:
@@ -251,7 +244,7 @@ def test_a_bad_frame_behind_deferred_responses_closes_the_connection_after_answe
     lst, d = deferring()
     with socket.create_connection(("127.0.0.1", lst.port), timeout=10) as s:
         s.sendall(_api_versions_frame(1) + _api_versions_frame(2) + struct.pack(">i", 0))
-        assert _wait(lambda: d.handled == [1, 2])
+        assert wait_for(lambda: d.handled == [1, 2], 5, 0.01)
         time.sleep(0.1)  # the reader meets the bad frame while answer 1 is still owed
         d.release.set()
         assert [decode_response(read_frame(s), 18, 3)[0] for _ in range(2)] == [1, 2]

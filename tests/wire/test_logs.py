@@ -83,13 +83,13 @@ def test_long_poll_wait_sees_an_append_made_before_it_started(reg):
     """The long poll's race: the listener checks the high watermark, a producer appends, then the
     listener waits. With the version taken before the check the wait returns at once; without it,
     it would sleep its whole timeout with the record waiting (one record, then silence)."""
-    seen = reg.data_version()
+    seen = reg.data_version([("t", 0)])
     reg.append("t", 0, build_batch([(None, b"late")]))
     t0 = time.monotonic()
     reg.wait(2000, since=seen)
     assert time.monotonic() - t0 < 1.0
     t0 = time.monotonic()
-    reg.wait(200)  # no append after the call: the whole timeout
+    reg.wait(200, since=reg.data_version([("t", 0)]))  # no append after the call: the whole timeout
     assert time.monotonic() - t0 >= 0.19
 
 
