@@ -52,19 +52,20 @@ def test_wait_wakes_on_append(reg):
     reg.open("t", 0)
     started = threading.Event()
 
+    woke: list[bool] = []
+
     def waiter():
+        seen = reg.data_version([("t", 0)])
         started.set()
-        reg.wait(600_000)  # only an append can end this wait within the test
+        reg.wait(600_000, since=seen)  # only an append can end this wait within the test
+        woke.append(True)
 
     th = threading.Thread(target=waiter, daemon=True)
     th.start()
     started.wait(5)
-    for _ in range(100):  # an append that lands before the waiter waits is not seen: append again
-        reg.append("t", 0, build_batch([(None, b"a")]))
-        th.join(0.1)
-        if not th.is_alive():
-            break
-    assert not th.is_alive()
+    reg.append("t", 0, build_batch([(None, b"a")]))  # after the version was taken: it ends the wait
+    th.join(10)
+    assert not th.is_alive() and woke == [True]
 
 
 def test_drop_topic_deletes_logs_not_opened_since_start(tmp_path):
