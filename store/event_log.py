@@ -889,14 +889,32 @@ class EventLog:
         return AppendListener(conn)
 
     def checkpoint(self) -> tuple[int, int, int] | None:
-        """SQLite: run a PASSIVE WAL checkpoint (copy what committed frames it can into the
-        database file without blocking writers or readers) and return SQLite's ``(busy, WAL
-        frames, frames checkpointed)``; ``None`` on PostgreSQL. For a log opened with
-        ``wal_autocheckpoint=0``, whose appends never checkpoint themselves: a checkpoint that
-        extends and syncs the database file took 130-140 ms here, the whole time of the append that
-        ran it. Raises the driver's errors."""
+        """SQLite: checkpoint the WAL so that the next append starts it over, and return SQLite's
+        ``(busy, WAL frames, frames checkpointed)`` of the last checkpoint run; ``None`` on
+        PostgreSQL. For a log opened with ``wal_autocheckpoint=0``, whose appends never
+        checkpoint themselves: a checkpoint that extends and syncs the database file took
+        130-140 ms here, the whole time of the append that ran it. Raises the driver's errors.
+
+        Two PASSIVE checkpoints (they copy committed frames into the database file without
+        blocking writers or readers). The first, the long one, runs beside this process's
+        appends. SQLite starts the WAL over only when a write transaction *begins* with every
+        frame already checkpointed, so under a steady stream of appends, one of which is always
+        open while the first checkpoint ends, the WAL would never be reset and would grow without
+        bound (200 MB in 8 s of back-to-back appends here, while every checkpoint reported all
+        its frames copied). The second checkpoint therefore runs under the append mutex: it
+        copies only the frames appended meanwhile, no append of this process is open while it
+        runs, and the next one begins on a fully checkpointed WAL and resets it. It runs only
+        when the first left frames in the WAL."""
         if self.dialect != "sqlite":
             return None
+        row = self._checkpoint_passive()
+        if row is not None and row[1] > 0:
+            with self._write_mutex:
+                row = self._checkpoint_passive()
+        return row
+
+    def _checkpoint_passive(self) -> tuple[int, int, int] | None:
+        """One ``PRAGMA wal_checkpoint(PASSIVE)``: ``(busy, WAL frames, frames checkpointed)``."""
         with self.engine.connect() as conn:
             row = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         return (int(row[0]), int(row[1]), int(row[2])) if row is not None else None

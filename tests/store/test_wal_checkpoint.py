@@ -5,6 +5,8 @@ database file; with SQLite's default a committing connection checkpoints at 1000
 
 from __future__ import annotations
 
+import threading
+
 from events import new_event
 from store.event_log import ANY, open_event_log
 from tests.events.sample import Noted
@@ -26,6 +28,34 @@ def test_appends_leave_checkpoints_to_checkpoint(tmp_path) -> None:
     # the next checkpoint finds the WAL empty again once a writer restarted it
     elog.append("s", [new_event(Noted(APPENDS))], ANY)
     assert elog.checkpoint()[1] < 10
+
+
+def test_under_back_to_back_appends_the_append_after_a_checkpoint_starts_the_wal_over(tmp_path) -> None:
+    # SQLite restarts the WAL only when a write transaction begins on a fully checkpointed WAL.
+    # With one append always open while a checkpoint ends (a busy journal), a checkpoint that ran
+    # beside the appends never let that happen and the WAL grew without bound.
+    elog = open_event_log(f"sqlite:///{tmp_path}/events.db", synchronous="NORMAL", wal_autocheckpoint=0)
+    stop, appended = threading.Event(), [0]
+
+    def writer() -> None:
+        while not stop.is_set():
+            elog.append("s", [new_event(Noted(appended[0]))], ANY)
+            appended[0] += 1
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    try:
+        while appended[0] < 2000 and t.is_alive():
+            stop.wait(0.01)
+        assert appended[0] >= 2000
+        elog.checkpoint()  # beside the writer's appends
+    finally:
+        stop.set()
+        t.join(30)
+    elog.append("s", [new_event(Noted(-1))], ANY)
+    # the WAL holds only what was appended after the checkpoint, not the 2,000 appends before it
+    assert elog.checkpoint()[1] < 100
+    assert len(elog.read_stream("s")) == appended[0] + 1
 
 
 def test_by_default_a_committing_connection_checkpoints(tmp_path) -> None:
