@@ -289,8 +289,10 @@ class EventLog:
             f"(SELECT max(stream_version) FROM events WHERE stream_id = {mark})"
         )
         self._write_mutex = threading.Lock()
-        # PostgreSQL's writer: one DBAPI connection per process, taken out of the pool for good
-        # (see ``_writer_connection``); ``_writer_pid`` is the process that opened it.
+        # an in-memory SQLite database: every connection of the pool is a database of its own
+        self._in_memory = self.dialect == "sqlite" and (":memory:" in str(url or "") or str(url or "").rstrip("/") in ("sqlite:", "sqlite://"))
+        # The writer: one DBAPI connection per process, taken out of the pool for good (see
+        # ``_writer_connection``); ``_writer_pid`` is the process that opened it.
         self._writer: Any = None
         self._writer_pid = 0
         self._pg_function = False  # whether the writer found shoal_append_v1 in the database
@@ -370,19 +372,27 @@ class EventLog:
         return conn
 
     def _writer_connection(self) -> Any:
-        """PostgreSQL: the DBAPI connection appends run on (call with the write mutex held).
+        """The DBAPI connection appends run on (call with the write mutex held).
 
         Opened through the engine, then detached from its pool: appends skip the pool's
-        checkout, pre-ping (a round trip) and reset, and it runs in autocommit mode so that
-        ``_append_pg_function`` is one statement and its own transaction (the general path opens
-        a transaction explicitly). Its ``lock_timeout`` is the log's write-lock timeout. A writer
-        inherited through ``fork`` is left alone (kept referenced, never closed here) and a new
-        one is opened.
+        checkout and its reset on return (a rollback; together a quarter of a one-event SQLite
+        append's CPU, and a lock every thread of the process contends for) and, on PostgreSQL,
+        its pre-ping (a round trip). A SQLite writer is a connection of the pool's kind (its
+        pragmas set on connect), used by one thread at a time under the write mutex; an
+        in-memory database keeps using the pool (each new connection would be another
+        database). PostgreSQL's runs in autocommit mode so that ``_append_pg_function`` is one
+        statement and its own transaction (the general path opens a transaction explicitly), and
+        its ``lock_timeout`` is the log's write-lock timeout. A writer inherited through ``fork``
+        is left alone (kept referenced, never closed here) and a new one is opened.
         """
         pid = os.getpid()
         if self._writer is not None and self._writer_pid != pid:
             _INHERITED_WRITERS.append(self._writer)
             self._writer = None
+        if self._writer is None and self.dialect != "postgresql":
+            raw = self.engine.raw_connection()
+            raw.detach()
+            self._writer, self._writer_pid = raw.dbapi_connection, pid
         if self._writer is None:
             conn = self._own_connection()
             # the writer only appends and reads: its lock waits are the write lock's
@@ -395,7 +405,7 @@ class EventLog:
         """Whether the PostgreSQL writer's connection is gone (closed or broken); if so it is
         dropped and the next use opens a new one."""
         conn = self._writer
-        if conn is None or not (conn.closed or getattr(conn, "broken", False)):
+        if self.dialect != "postgresql" or conn is None or not (conn.closed or getattr(conn, "broken", False)):
             return False
         self._writer = None
         try:
@@ -415,12 +425,11 @@ class EventLog:
                 cur = conn.cursor()
                 cur.execute("LOCK TABLE events IN EXCLUSIVE MODE")  # lock_timeout: see _writer_connection
                 return self._validate_and_insert(cur, requests, atomic, check_ids)
-        # SQLite: a pooled connection, used on the DBAPI level (checkout and return cost ~6 µs,
-        # SQLAlchemy's transaction and execution machinery much more). Not a connection of its
-        # own as on PostgreSQL: a single-threaded process keeps using one SQLite connection.
-        raw = self.engine.raw_connection()
+        # SQLite: on the DBAPI level (SQLAlchemy's transaction and execution machinery costs
+        # much more), on the writer's own connection for a database file.
+        raw = self.engine.raw_connection() if self._in_memory else None
         try:
-            conn = raw.dbapi_connection
+            conn = raw.dbapi_connection if raw is not None else self._writer_connection()
             cur = conn.cursor()
             # BEGIN IMMEDIATE takes SQLite's write lock at once, so allocation order and commit
             # order cannot diverge.
@@ -436,7 +445,8 @@ class EventLog:
                 cur.close()
             return results
         finally:
-            raw.close()
+            if raw is not None:
+                raw.close()
 
     def _append_pg_function(self, conn: Any, requests: Sequence[AppendRequest]) -> list[AppendResult | Exception] | None:
         """The PostgreSQL fast path: the whole append in one round trip and one transaction
@@ -664,12 +674,23 @@ class EventLog:
     def _fetch_driver(self, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
         """All rows of one read-only driver-SQL query.
 
-        On PostgreSQL it runs on the writer's connection when no append holds it (each
-        statement is its own transaction there), so a process that reads and appends — an actor
-        recovering and then persisting, the journal — keeps one database connection, and a read
+        It runs on the writer's connection when no append holds it (each statement is its own
+        transaction there: PostgreSQL's autocommit, SQLite's implicit read transaction), so a
+        process that reads and appends — an actor recovering and then persisting, the journal —
+        keeps one database connection (on SQLite one page cache), and on PostgreSQL a read
         costs one round trip (a pooled connection adds the pool's pre-ping, BEGIN and the
-        reset's ROLLBACK). While another thread appends, and on SQLite, a pooled connection
-        serves the read."""
+        reset's ROLLBACK). While another thread appends, and for an in-memory SQLite database, a
+        pooled connection serves the read."""
+        if self.dialect != "postgresql" and not self._in_memory and self._write_mutex.acquire(blocking=False):
+            try:
+                cur = self._writer_connection().cursor()
+                try:
+                    cur.execute(sql, tuple(params))
+                    return cur.fetchall()
+                finally:
+                    cur.close()
+            finally:
+                self._write_mutex.release()
         if self.dialect == "postgresql" and self._write_mutex.acquire(blocking=False):
             try:
                 dbapi = self.engine.dialect.loaded_dbapi

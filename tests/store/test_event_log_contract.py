@@ -183,8 +183,8 @@ def test_batch_with_a_stream_twice_checks_the_running_version(event_log: EventLo
 
 def test_a_process_that_reads_and_appends_keeps_one_connection(event_log: EventLog) -> None:
     """An actor that recovers (reads) and then persists (appends) in one thread holds one
-    database connection, not one for reads and one for appends (PostgreSQL: reads share the
-    writer's connection while it is free; SQLite: appends check a connection out of the pool).
+    database connection, not one for reads and one for appends (reads share the writer's
+    connection while it is free).
     A read while the writer is busy (another thread appending) does not wait for it."""
     event_log.engine.dispose()  # drop the pooled connection schema creation used
     opened: list[object] = []
