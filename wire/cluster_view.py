@@ -111,12 +111,13 @@ class StaticClusterView:
     def __init__(self, node_id: int, host: str = "127.0.0.1", port: int = 9092) -> None:
         self.node_id = node_id
         self._endpoint = (host, port)
+        self._state = PartitionState((node_id,), (node_id,), node_id, 0, 0)  # immutable: one for all
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[Iterable[tuple[str, int]]], None]] = []
 
     def partition_state(self, topic: str, partition: int) -> PartitionState | None:
         """Every partition is led by this node with ISR = {this node}, epochs 0."""
-        return PartitionState((self.node_id,), (self.node_id,), self.node_id, 0, 0)
+        return self._state
 
     def broker_endpoint(self, node_id: int) -> tuple[str, int] | None:
         """This node's endpoint; ``None`` for any other id."""

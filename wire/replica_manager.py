@@ -34,6 +34,7 @@ from actors.controller.replication import (
     check_enough_replicas_reach_offset,
     check_leader_epoch,
     effective_min_isr,
+    leader_log_end_moved,
     maybe_increment_hw,
     maybe_shrink_isr,
     update_follower_fetch,
@@ -241,7 +242,7 @@ class ReplicaManager:
                 return self._log_of(*key).high_watermark
             st = led.state
             leo = self._log_of(*key).log_end_offset
-            new = maybe_increment_hw(replace(st, leo=leo), now)
+            new = leader_log_end_moved(st, leo, now)
             led.state = new
             if new.hw > st.hw:
                 self._publish_hw(key, st.hw, new.hw, notify=False)

@@ -48,6 +48,7 @@ __all__ = [
     "error_code",
     "handle_broker_failure",
     "is_retriable",
+    "leader_log_end_moved",
     "maybe_increment_hw",
     "maybe_shrink_isr",
     "update_follower_fetch",
@@ -377,16 +378,40 @@ def maybe_increment_hw(state: ReplicationState, now_ms: int) -> ReplicationState
     when it died must not stall acks=-1 produces for ``replica.lag.time.max.ms``."""
     if not state.is_leader or _under_min_isr(state):
         return state
-    new_hw = state.leo
-    maximal = set(state.maximal_isr)
-    for r in state.remotes:
-        if r.broker_id in maximal or (
-            r.broker_id not in state.ineligible and r.is_caught_up(state.leo, now_ms, state.replica_lag_time_max_ms)
-        ):
-            new_hw = min(new_hw, r.leo)
+    new_hw = _hw_bound(state, state.leo, now_ms)
     if new_hw > state.hw:
         return replace(state, hw=new_hw)
     return state
+
+
+def leader_log_end_moved(state: ReplicationState, leo: int, now_ms: int) -> ReplicationState:
+    """The leader's log end offset is now ``leo`` (after ``appendRecordsToLeader``), then
+    ``maybeIncrementLeaderHW``: the state ``maybe_increment_hw(replace(state, leo=leo), now_ms)``
+    returns, built in one step (the produce path runs this once per appended batch). Returns
+    ``state`` itself when neither the LEO nor the HW changes."""
+    hw = state.hw
+    if state.is_leader and not _under_min_isr(state):
+        bound = _hw_bound(state, leo, now_ms)
+        if bound > hw:
+            hw = bound
+    if leo == state.leo and hw == state.hw:
+        return state
+    return replace(state, leo=leo, hw=hw)
+
+
+def _hw_bound(state: ReplicationState, leo: int, now_ms: int) -> int:
+    """``min(leader LEO, LEO of every remote that holds the HW back)`` with the leader's LEO at
+    ``leo`` (see :func:`maybe_increment_hw`); ``leo`` itself for a partition without remotes."""
+    if not state.remotes:
+        return leo
+    new_hw = leo
+    maximal = set(state.maximal_isr)
+    for r in state.remotes:
+        if r.broker_id in maximal or (
+            r.broker_id not in state.ineligible and r.is_caught_up(leo, now_ms, state.replica_lag_time_max_ms)
+        ):
+            new_hw = min(new_hw, r.leo)
+    return new_hw
 
 
 @dataclass(frozen=True)
@@ -419,7 +444,7 @@ def append_as_leader(
     if acks == -1 and _under_min_isr(state):
         return state, AppendOutcome("NOT_ENOUGH_REPLICAS")
     base = state.leo
-    st = maybe_increment_hw(replace(state, leo=base + record_count), now_ms)
+    st = leader_log_end_moved(state, base + record_count, now_ms)
     return st, AppendOutcome("NONE", base, base + record_count - 1)
 
 

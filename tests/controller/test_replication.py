@@ -313,6 +313,32 @@ def test_property_hw_monotone_and_bounded(steps):
         assert s.hw >= hw and s.hw <= s.leo and N1 in s.isr
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["append", "f2", "f3", "shrink"]), st.integers(0, 30), st.integers(0, 40_000)), max_size=40),
+       st.sampled_from([(N1,), (N1, N2), (N1, N2, N3)]), st.integers(1, 3), st.integers(0, 60))
+def test_property_the_leaders_log_end_move_is_the_hw_rule_on_the_moved_state(steps, replicas, min_isr, moved):
+    """``leader_log_end_moved`` (the produce path's one-step form) returns what
+    ``maybe_increment_hw`` returns on the state with the leader's new LEO, from any state the
+    replication rules reach (remotes lagging, ISR shrunk below min ISR, fenced brokers none)."""
+    s = leader_state(replicas=replicas, min_isr=min_isr)
+    now = 0
+    for kind, n, dt in steps:
+        now += dt
+        if kind == "append":
+            s, _ = rp.append_as_leader(s, 1, n, now)
+        elif kind in ("f2", "f3") and (N2 if kind == "f2" else N3) in replicas:
+            s, _, proposal = rp.update_follower_fetch(s, N2 if kind == "f2" else N3, min(n * 10, s.leo), now)
+            if proposal:
+                s = rp.commit_isr(s, proposal, now)
+        elif kind == "shrink":
+            s, proposal = rp.maybe_shrink_isr(s, now)
+            if proposal:
+                s = rp.commit_isr(s, proposal, now)
+        leo = s.leo + moved
+        assert rp.leader_log_end_moved(s, leo, now) == rp.maybe_increment_hw(replace(s, leo=leo), now)
+    assert rp.leader_log_end_moved(s, s.leo, now) == rp.maybe_increment_hw(s, now)
+
+
 # --- helpers -------------------------------------------------------------------------------------
 
 
