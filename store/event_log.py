@@ -1095,7 +1095,15 @@ def _recorded(row: Any) -> RecordedEvent:
     )
 
 
-def _sqlite_engine(url: str, synchronous: str, wal_autocheckpoint: int | None = None) -> Engine:
+#: SQLite's ``journal_size_limit`` for the event log (bytes): when an append starts the WAL over,
+#: a file larger than this is truncated to it, so a burst does not leave a WAL of its size on
+#: disk for good. Above the WAL of one checkpoint interval at steady load (8-10 MB at 1,000
+#: share records/s), so the steady state reuses the file's blocks instead of regrowing it.
+WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
+
+
+def _sqlite_engine(url: str, synchronous: str, wal_autocheckpoint: int | None = None,
+                   wal_size_limit_bytes: int = WAL_SIZE_LIMIT_BYTES) -> Engine:
     if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
         raise ValueError(f"event.log.sqlite.synchronous must be FULL, NORMAL or EXTRA, not {synchronous!r}")
     engine = sa.create_engine(url, connect_args={"timeout": 30, "check_same_thread": False}, poolclass=sa.pool.QueuePool, pool_size=4, max_overflow=8)
@@ -1112,6 +1120,7 @@ def _sqlite_engine(url: str, synchronous: str, wal_autocheckpoint: int | None = 
         cur.execute("PRAGMA busy_timeout=30000")
         if wal_autocheckpoint is not None:
             cur.execute(f"PRAGMA wal_autocheckpoint={int(wal_autocheckpoint)}")
+        cur.execute(f"PRAGMA journal_size_limit={int(wal_size_limit_bytes)}")
         cur.close()
 
     @sa_event.listens_for(engine, "begin")
@@ -1130,6 +1139,7 @@ def open_event_log(
     lock_timeout_ms: int = 10_000,
     create: bool = True,
     wal_autocheckpoint: int | None = None,
+    wal_size_limit_bytes: int = WAL_SIZE_LIMIT_BYTES,
 ) -> EventLog:
     """Open (and by default create the tables of) the event log at SQLAlchemy ``url``:
     ``sqlite:///path/events.db`` or ``postgresql+psycopg://user@host:port/db``.
@@ -1139,10 +1149,12 @@ def open_event_log(
     ``wal_autocheckpoint`` (SQLite): the WAL size in pages at which a committing connection
     checkpoints (SQLite's default 1000 when ``None``); ``0`` leaves checkpoints to
     :meth:`EventLog.checkpoint` (the daemon's background tick), so no append pays for one.
+    ``wal_size_limit_bytes`` (SQLite): the size the WAL file is cut back to when an append
+    starts it over (``journal_size_limit``, :data:`WAL_SIZE_LIMIT_BYTES` by default).
     Raises ``ValueError`` for an unsupported dialect.
     """
     if url.startswith("sqlite"):
-        engine = _sqlite_engine(url, synchronous, wal_autocheckpoint)
+        engine = _sqlite_engine(url, synchronous, wal_autocheckpoint, wal_size_limit_bytes)
         log = EventLog(engine, url=url, clock=clock, lock_timeout_ms=lock_timeout_ms)
     elif url.startswith("postgresql"):
         engine = sa.create_engine(url, pool_size=8, max_overflow=8, pool_pre_ping=True)

@@ -58,6 +58,18 @@ def test_under_back_to_back_appends_the_append_after_a_checkpoint_starts_the_wal
     assert len(elog.read_stream("s")) == appended[0] + 1
 
 
+def test_a_wal_grown_by_a_burst_is_cut_back_when_the_next_append_starts_it_over(tmp_path) -> None:
+    limit = 64 * 1024
+    elog = open_event_log(f"sqlite:///{tmp_path}/events.db", synchronous="NORMAL", wal_autocheckpoint=0, wal_size_limit_bytes=limit)
+    wal = tmp_path / "events.db-wal"
+    _fill(elog)
+    assert wal.stat().st_size > 4 * limit
+    elog.checkpoint()
+    elog.append("s", [new_event(Noted(APPENDS))], ANY)  # starts the WAL over
+    assert wal.stat().st_size <= limit
+    assert len(elog.read_stream("s")) == APPENDS + 1
+
+
 def test_by_default_a_committing_connection_checkpoints(tmp_path) -> None:
     elog = open_event_log(f"sqlite:///{tmp_path}/events.db", synchronous="NORMAL")
     _fill(elog)
