@@ -290,7 +290,8 @@ class EventLog:
         )
         self._write_mutex = threading.Lock()
         # an in-memory SQLite database: every connection of the pool is a database of its own
-        self._in_memory = self.dialect == "sqlite" and (":memory:" in str(url or "") or str(url or "").rstrip("/") in ("sqlite:", "sqlite://"))
+        self._in_memory = self.dialect == "sqlite" and (
+            ":memory:" in str(url or "") or "mode=memory" in str(url or "") or str(url or "").rstrip("/") in ("sqlite:", "sqlite://"))
         # The writer: one DBAPI connection per process, taken out of the pool for good (see
         # ``_writer_connection``); ``_writer_pid`` is the process that opened it.
         self._writer: Any = None
@@ -443,10 +444,26 @@ class EventLog:
                 raise
             finally:
                 cur.close()
+                if raw is None and conn.in_transaction:
+                    # the rollback failed (an I/O error): this connection would keep the failed
+                    # append's transaction open, refuse every later BEGIN and show readers the
+                    # uncommitted rows; closing it rolls back, the next append opens a new one
+                    self._drop_sqlite_writer()
             return results
         finally:
             if raw is not None:
                 raw.close()
+
+    def _drop_sqlite_writer(self) -> None:
+        """Close and forget this process's SQLite writer connection (call with the write mutex
+        held); the next append opens a new one. Closing a connection rolls back what it left
+        open."""
+        conn, self._writer = self._writer, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - already failing; closing is best effort
+                pass
 
     def _append_pg_function(self, conn: Any, requests: Sequence[AppendRequest]) -> list[AppendResult | Exception] | None:
         """The PostgreSQL fast path: the whole append in one round trip and one transaction
@@ -922,10 +939,13 @@ class EventLog:
         frame already checkpointed, so under a steady stream of appends, one of which is always
         open while the first checkpoint ends, the WAL would never be reset and would grow without
         bound (200 MB in 8 s of back-to-back appends here, while every checkpoint reported all
-        its frames copied). The second checkpoint therefore runs under the append mutex: it
-        copies only the frames appended meanwhile, no append of this process is open while it
-        runs, and the next one begins on a fully checkpointed WAL and resets it. It runs only
-        when the first left frames in the WAL."""
+        its frames copied). The second checkpoint therefore runs under the append mutex
+        whenever the WAL is not empty: it copies only the frames appended meanwhile and no
+        append of this process is open while it runs, so this process's next append begins on
+        a fully checkpointed WAL and resets it — unless a reader still uses older frames or
+        another process (the actor system's journal) appends at that moment; then a later
+        checkpoint does. It holds the appends of this process for its own time (about 1 ms
+        here, including the database file's sync)."""
         if self.dialect != "sqlite":
             return None
         row = self._checkpoint_passive()
@@ -946,6 +966,8 @@ class EventLog:
             writer, self._writer = self._writer, None
             if writer is not None and self._writer_pid == os.getpid():
                 writer.close()
+            elif writer is not None:  # inherited through fork: the parent's, never closed here
+                _INHERITED_WRITERS.append(writer)
         self.engine.dispose()
 
     def after_fork(self) -> None:
@@ -961,8 +983,9 @@ class EventLog:
             self._writer = None
 
 
-#: PostgreSQL writer connections inherited through ``fork``: kept referenced so that the child
-#: never closes them (closing would end the parent's session on the shared socket).
+#: Writer connections inherited through ``fork``: kept referenced so that the child never closes
+#: them (closing would end the parent's PostgreSQL session on the shared socket; SQLite forbids
+#: using or closing a connection across ``fork``).
 _INHERITED_WRITERS: list[Any] = []
 
 #: The PostgreSQL append in one statement (see ``EventLog._append_pg_function``). Arguments: per

@@ -1,7 +1,9 @@
 """SQLite WAL checkpoints off the append path (``wal_autocheckpoint=0`` +
 :meth:`store.event_log.EventLog.checkpoint`, the daemon's ``event.log.sqlite.checkpoint.interval.ms``):
 appends never checkpoint, so the WAL keeps every frame until a checkpoint copies them into the
-database file; with SQLite's default a committing connection checkpoints at 1000 pages."""
+database file; with SQLite's default a committing connection checkpoints at 1000 pages. Also the
+WAL's restart under steady appends, its size limit, and the SQLite writer connection that every
+append of a process reuses."""
 
 from __future__ import annotations
 
@@ -76,3 +78,41 @@ def test_by_default_a_committing_connection_checkpoints(tmp_path) -> None:
     busy, frames, done = elog.checkpoint()
     assert frames < 1000 + 10  # the WAL restarted after SQLite's own checkpoint at 1000 pages
 
+
+
+def test_an_append_whose_rollback_fails_leaves_no_transaction_open_for_the_next(tmp_path) -> None:
+    """The SQLite writer connection outlives each append: when an append fails after its
+    insert and its rollback fails too (an I/O error), the connection is dropped, so the next
+    append neither hits "cannot start a transaction within a transaction" nor do readers see
+    the failed append's rows."""
+    import sqlite3
+
+    elog = open_event_log(f"sqlite:///{tmp_path}/events.db", synchronous="NORMAL")
+    elog.append("s", [new_event(Noted(0))], ANY)
+    real = elog._writer  # noqa: SLF001 - the connection under test
+
+    class FailingRollback:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def rollback(self):
+            raise sqlite3.OperationalError("disk I/O error (simulated)")
+
+    elog._writer = FailingRollback()  # noqa: SLF001
+    insert = elog._insert_sqlite  # noqa: SLF001
+
+    def insert_then_fail(cur, rows):
+        insert(cur, rows)
+        raise RuntimeError("failure after the insert")
+
+    elog._insert_sqlite = insert_then_fail  # noqa: SLF001
+    try:
+        elog.append("s", [new_event(Noted(1))], ANY)
+    except (RuntimeError, sqlite3.OperationalError):
+        pass
+    else:
+        raise AssertionError("the append should have failed")
+    del elog._insert_sqlite  # noqa: SLF001 - the class's method again
+    assert elog.stream_version("s") == 1  # the failed append's row is not visible
+    elog.append("s", [new_event(Noted(2))], ANY)
+    assert [e.decode().n for e in elog.read_stream("s")] == [0, 2]
