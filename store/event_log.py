@@ -376,7 +376,7 @@ class EventLog:
         """The DBAPI connection appends run on (call with the write mutex held).
 
         Opened through the engine, then detached from its pool: appends skip the pool's
-        checkout and its reset on return (a rollback; together a quarter of a one-event SQLite
+        checkout and its reset on return (a rollback; together 10-25% of a one-event SQLite
         append's CPU, and a lock every thread of the process contends for) and, on PostgreSQL,
         its pre-ping (a round trip). A SQLite writer is a connection of the pool's kind (its
         pragmas set on connect), used by one thread at a time under the write mutex; an
