@@ -290,8 +290,7 @@ class EventLog:
         )
         self._write_mutex = threading.Lock()
         # an in-memory SQLite database: every connection of the pool is a database of its own
-        self._in_memory = self.dialect == "sqlite" and (
-            ":memory:" in str(url or "") or "mode=memory" in str(url or "") or str(url or "").rstrip("/") in ("sqlite:", "sqlite://"))
+        self._in_memory = self.dialect == "sqlite" and _sqlite_in_memory(str(url or ""))
         # The writer: one DBAPI connection per process, taken out of the pool for good (see
         # ``_writer_connection``); ``_writer_pid`` is the process that opened it.
         self._writer: Any = None
@@ -408,11 +407,7 @@ class EventLog:
         conn = self._writer
         if self.dialect != "postgresql" or conn is None or not (conn.closed or getattr(conn, "broken", False)):
             return False
-        self._writer = None
-        try:
-            conn.close()
-        except Exception:  # noqa: BLE001 - already broken; closing is best effort
-            pass
+        self._drop_writer()
         return True
 
     def _append_once(self, requests: Sequence[AppendRequest], atomic: bool, check_ids: bool) -> list[AppendResult | Exception]:
@@ -448,16 +443,15 @@ class EventLog:
                     # the rollback failed (an I/O error): this connection would keep the failed
                     # append's transaction open, refuse every later BEGIN and show readers the
                     # uncommitted rows; closing it rolls back, the next append opens a new one
-                    self._drop_sqlite_writer()
+                    self._drop_writer()
             return results
         finally:
             if raw is not None:
                 raw.close()
 
-    def _drop_sqlite_writer(self) -> None:
-        """Close and forget this process's SQLite writer connection (call with the write mutex
-        held); the next append opens a new one. Closing a connection rolls back what it left
-        open."""
+    def _drop_writer(self) -> None:
+        """Close and forget this process's writer connection (call with the write mutex held);
+        the next append opens a new one. Closing a connection rolls back what it left open."""
         conn, self._writer = self._writer, None
         if conn is not None:
             try:
@@ -698,17 +692,7 @@ class EventLog:
         costs one round trip (a pooled connection adds the pool's pre-ping, BEGIN and the
         reset's ROLLBACK). While another thread appends, and for an in-memory SQLite database, a
         pooled connection serves the read."""
-        if self.dialect != "postgresql" and not self._in_memory and self._write_mutex.acquire(blocking=False):
-            try:
-                cur = self._writer_connection().cursor()
-                try:
-                    cur.execute(sql, tuple(params))
-                    return cur.fetchall()
-                finally:
-                    cur.close()
-            finally:
-                self._write_mutex.release()
-        if self.dialect == "postgresql" and self._write_mutex.acquire(blocking=False):
+        if not self._in_memory and self._write_mutex.acquire(blocking=False):
             try:
                 dbapi = self.engine.dialect.loaded_dbapi
                 for attempt in (1, 2):
@@ -1125,6 +1109,11 @@ def _recorded(row: Any) -> RecordedEvent:
 WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024
 
 
+def _sqlite_in_memory(url: str) -> bool:
+    """Whether SQLite ``url`` names an in-memory database (each connection its own database)."""
+    return ":memory:" in url or "mode=memory" in url or url.rstrip("/") in ("sqlite:", "sqlite://")
+
+
 def _sqlite_engine(url: str, synchronous: str, wal_autocheckpoint: int | None = None,
                    wal_size_limit_bytes: int = WAL_SIZE_LIMIT_BYTES) -> Engine:
     if synchronous.upper() not in ("FULL", "NORMAL", "EXTRA"):
@@ -1137,7 +1126,7 @@ def _sqlite_engine(url: str, synchronous: str, wal_autocheckpoint: int | None = 
         # BEGIN IMMEDIATE on the DBAPI connection, see EventLog._append_once).
         dbapi_conn.isolation_level = None
         cur = dbapi_conn.cursor()
-        if ":memory:" not in url and url.rstrip("/") not in ("sqlite:", "sqlite://"):
+        if not _sqlite_in_memory(url):
             cur.execute("PRAGMA journal_mode=WAL")
         cur.execute(f"PRAGMA synchronous={synchronous.upper()}")
         cur.execute("PRAGMA busy_timeout=30000")
