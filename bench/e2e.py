@@ -31,7 +31,11 @@ Parts (``--part NAME``, repeatable; default: all but ``issue6``):
   window after every consumer joined; ``records_per_s`` is the paced one. Consumers use ``max.poll.records=10`` (librdkafka 2.16 sends it as ShareFetch
   ``MaxRecords``; it documents the limit as best effort, and Shoal, like Kafka's default acquire
   mode, ends an acquisition at a log-batch boundary). A slow worker wants few records per poll so
-  that the others get work; librdkafka 2.16 has no ``share.acquire.mode`` (KIP-1206).
+  that the others get work; librdkafka 2.16 has no ``share.acquire.mode`` (KIP-1206). A third
+  figure, ``backlog_record_limit``, takes the same backlog with 32 raw ShareFetch v2 members that
+  ask for KIP-1206's ``record_limit`` mode (``MaxRecords`` 10), as a Kafka 4.2 Java client with
+  ``share.acquire.mode=record_limit`` does: each sleeps 5 ms per record it got and ACCEPTs them
+  with its next fetch; the figure is the ACCEPTs the broker confirmed in the window.
 * ``groups``: memory and share-group request latency. PSS (MB: the sum of ``Pss`` in
   ``/proc/<pid>/smaps_rollup`` over every process of the daemon, ``DaemonProcess.all_pids``) and the
   process count idle (after start and a 3 s settle, nothing created beyond one prefilled topic),
@@ -459,8 +463,41 @@ def _slow_once(d: "_Daemon", feed: str, consumers: int, work_ms: float, rate: in
             "consumers_without_records": sum(1 for r in res if not r["first"])}
 
 
+def _slow_record_limit(d: "_Daemon", consumers: int, work_ms: float, rate: int, seconds: int, producer_conf: dict, drivers: int = 2) -> dict:
+    """:func:`_slow_once`'s backlog with consumers in KIP-1206's ``record_limit`` acquire mode:
+    ``consumers`` raw ShareFetch v2 members (:func:`_drive_record_limit_members`, in ``drivers``
+    processes; ``MaxRecords`` 10, as :data:`SLOW_CONSUMER_CONFIG`) on a topic prefilled with
+    ``rate × (seconds + 15)`` records by the producer's default batches. The window is the
+    ``seconds`` whole seconds starting 6 s after the status file counts every member; the
+    figure is the ACCEPTs the broker confirmed inside it per second."""
+    topic = group = "slow-backlog-record-limit"
+    _new_topic(d.bootstrap, topic, group)
+    _produce(d.bootstrap, topic, rate * (seconds + 15), {k: v for k, v in producer_conf.items() if k != "acks"})
+    stop_file = d.tmp / f"{topic}.stop"
+    kw = {"port": int(d.bootstrap.rsplit(":", 1)[1]), "topic": topic, "group": group, "work_ms": work_ms, "max_records": 10,
+          "stop_at": time.time() + 120 + seconds, "stop_file": str(stop_file)}
+    share = [consumers // drivers + (1 if i < consumers % drivers else 0) for i in range(drivers)]
+    procs = [subprocess.Popen([sys.executable, "-c", _RECORD_LIMIT_DRIVER, str(ROOT), json.dumps({**kw, "members": n})],
+                              stdout=subprocess.PIPE, text=True) for n in share if n]
+    joined = _wait_members(d, consumers)
+    ws = int(time.time()) + 8
+    time.sleep(max(0.0, ws + seconds + 1 - time.time()))
+    stop_file.touch()
+    res = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in procs]
+    accepted = sum(n for r in res for sec, n in r["accepts_per_s"].items() if ws <= int(sec) < ws + seconds)
+    errors: dict[str, int] = {}
+    for r in res:
+        for k, v in r["errors"].items():
+            errors[k] = errors.get(k, 0) + v
+    firsts = sorted(f for r in res for f in r["firsts"])
+    return {"records_per_s": round(accepted / seconds), "accepted_in_window": accepted, "members_joined_before_feed": joined,
+            "acquire_mode": "record_limit", "max_records": 10, "client": "raw ShareFetch v2 (bench.e2e._drive_record_limit_members)",
+            "first_delivery_s_from_window_start": [round(firsts[0] - ws, 1), round(firsts[-1] - ws, 1)] if firsts else [],
+            "consumers_without_records": consumers - len(firsts), "errors": errors}
+
+
 def part_slow(consumers: int = 32, work_ms: float = 5.0, rate: int = 8000, seconds: int = 20,
-              overrides: dict[str, str] | None = None, feeds: tuple[str, ...] = ("paced", "backlog")) -> dict:
+              overrides: dict[str, str] | None = None, feeds: tuple[str, ...] = ("paced", "backlog", "backlog_record_limit")) -> dict:
     """``consumers`` ShareConsumers (:data:`SLOW_CONSUMER_CONFIG`) of one group that each sleep
     ``work_ms`` per record, on 1 partition of a fresh daemon, once per ``feeds`` (see
     :func:`_slow_once`: a prefilled backlog, and a producer paced at ``rate`` records/s, above the
@@ -468,7 +505,9 @@ def part_slow(consumers: int = 32, work_ms: float = 5.0, rate: int = 8000, secon
     paced figure (a live stream, issue 14's workload), ``fraction_of_ideal`` relates it to the
     ideal. The backlog figure shows what the producer's default batches (up to 10,000 records,
     1 MB) do: Shoal, like Kafka's default acquire mode, acquires whole log batches, so one
-    consumer may hold a batch far larger than ``max.poll.records``."""
+    consumer may hold a batch far larger than ``max.poll.records``; ``backlog_record_limit`` is
+    the same backlog taken by consumers that ask for KIP-1206's ``record_limit`` mode
+    (:func:`_slow_record_limit`)."""
     ideal = consumers * 1000 / work_ms
     producer_conf = {"acks": "all", "enable.idempotence": True}  # linger.ms: the client's default (5)
     out: dict = {"consumers": consumers, "work_ms_per_record": work_ms, "partitions": 1, "ideal_records_per_s": round(ideal),
@@ -476,7 +515,10 @@ def part_slow(consumers: int = 32, work_ms: float = 5.0, rate: int = 8000, secon
                  "consumer_config": SLOW_CONSUMER_CONFIG, "producer_config": producer_conf}
     with _Daemon(overrides) as d:
         for feed in feeds:
-            out[feed] = _slow_once(d, feed, consumers, work_ms, rate, seconds, producer_conf)
+            if feed == "backlog_record_limit":
+                out[feed] = _slow_record_limit(d, consumers, work_ms, rate, seconds, producer_conf)
+            else:
+                out[feed] = _slow_once(d, feed, consumers, work_ms, rate, seconds, producer_conf)
     out["records_per_s"] = out[feeds[0]]["records_per_s"]
     out["fraction_of_ideal"] = round(out["records_per_s"] / ideal, 3)
     out.update(d.footer())
@@ -618,6 +660,116 @@ _drive_share_groups(**json.loads(sys.argv[2]))
 """
 """Runs :func:`_drive_share_groups` in its own process: argv is the repo root and the keyword
 arguments (JSON)."""
+
+
+def _drive_record_limit_members(port: int, topic: str, group: str, members: int, work_ms: float, max_records: int, stop_at: float,
+                                stop_file: str) -> None:
+    """A driver process of ``members`` share consumers of ``group`` that ask for KIP-1206's
+    ``record_limit`` acquire mode, as a Kafka 4.2 Java client with
+    ``share.acquire.mode=record_limit`` does (librdkafka 2.16 cannot): one thread and one
+    connection each; it joins (ShareGroupHeartbeat v1, heartbeats at the interval the broker
+    returns), then loops: ShareFetch v2 (``ShareAcquireMode`` 1, ``MaxRecords`` ``max_records``,
+    ``MaxWaitMs`` 500) carrying the ACCEPTs of the records it got last, then sleeps ``work_ms``
+    per record it got (the work). Stops at ``stop_at`` (wall clock) or once ``stop_file`` exists
+    (each member leaves with epoch -1) and prints one JSON line: ``accepts_per_s`` (whole wall-clock second → records whose ACCEPT the
+    broker confirmed in it), ``firsts`` (wall clock of each member's first record) and ``errors``."""
+    import datetime
+    import uuid
+    from collections import Counter
+
+    from kio.schema.share_fetch.v2.request import AcknowledgementBatch, FetchPartition, FetchTopic, ShareFetchRequest
+    from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+    from kio.static.primitive import i8, i32
+
+    lock = threading.Lock()
+    per_s: Counter = Counter()
+    errors: Counter = Counter()
+    firsts: list[float] = []
+
+    def heartbeat(conn: KafkaConnection, member_id: str, epoch: int, join: bool):
+        return conn.ask(76, 1, ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=i32(epoch), rack_id=None,
+                                                          subscribed_topic_names=(topic,) if join else None))
+
+    def member() -> None:
+        conn = KafkaConnection(port)
+        member_id, epoch, topic_id, next_hb = str(uuid.uuid4()), 0, None, 0.0
+        session, held, seen_any = 0, (), False
+        while time.time() < stop_at and not os.path.exists(stop_file):
+            if time.monotonic() >= next_hb:
+                r = heartbeat(conn, member_id, epoch, epoch == 0)
+                if int(r.error_code):
+                    with lock:
+                        errors[f"heartbeat:{int(r.error_code)}"] += 1
+                    epoch, next_hb = 0, time.monotonic() + 1.0
+                    continue
+                epoch = int(r.member_epoch)
+                next_hb = time.monotonic() + (r.heartbeat_interval.total_seconds() or 5.0)
+                if r.assignment is not None and r.assignment.topic_partitions:
+                    topic_id = r.assignment.topic_partitions[0].topic_id
+            if topic_id is None:
+                time.sleep(0.2)
+                next_hb = min(next_hb, time.monotonic() + 0.5)
+                continue
+            acks = tuple(AcknowledgementBatch(first_offset=a, last_offset=z, acknowledge_types=(i8(1),)) for a, z in held)
+            parts = (FetchTopic(topic_id=topic_id, partitions=(FetchPartition(partition_index=i32(0), acknowledgement_batches=acks),)),) \
+                if session == 0 or acks else ()
+            r = conn.ask(78, 2, ShareFetchRequest(group_id=group, member_id=member_id, share_session_epoch=i32(session),
+                                                  max_wait=datetime.timedelta(milliseconds=500), min_bytes=i32(1), max_records=i32(max_records),
+                                                  batch_size=i32(max_records), share_acquire_mode=i8(1), topics=parts, forgotten_topics_data=()))
+            now = time.time()
+            if int(r.error_code):
+                with lock:
+                    errors[f"share_fetch:{int(r.error_code)}"] += 1
+                session, held = 0, ()
+                continue
+            session = session + 1 if session < 2**31 - 1 else 1
+            got = [(int(a.first_offset), int(a.last_offset)) for t in r.responses for p in t.partitions for a in p.acquired_records]
+            ack_ok = all(int(p.acknowledge_error_code) == 0 for t in r.responses for p in t.partitions)
+            with lock:
+                if held and ack_ok:
+                    per_s[int(now)] += sum(z - a + 1 for a, z in held)
+                elif held:
+                    errors["acknowledge"] += 1
+                if got and not seen_any:
+                    firsts.append(now)
+            seen_any = seen_any or bool(got)
+            held = tuple(got)
+            time.sleep(work_ms / 1000 * sum(z - a + 1 for a, z in got))
+        try:
+            if held:  # the last records' ACCEPTs, with the share session's close
+                acks = tuple(AcknowledgementBatch(first_offset=a, last_offset=z, acknowledge_types=(i8(1),)) for a, z in held)
+                conn.ask(78, 2, ShareFetchRequest(group_id=group, member_id=member_id, share_session_epoch=i32(-1),
+                                                  max_wait=datetime.timedelta(0), min_bytes=i32(0), max_records=i32(0), batch_size=i32(0),
+                                                  topics=(FetchTopic(topic_id=topic_id, partitions=(FetchPartition(partition_index=i32(0), acknowledgement_batches=acks),)),),
+                                                  forgotten_topics_data=()))
+            heartbeat(conn, member_id, -1, False)
+            conn.sock.close()
+        except (OSError, ConnectionError):
+            pass
+
+    def run() -> None:
+        try:
+            member()
+        except (OSError, ConnectionError) as exc:
+            with lock:
+                errors[type(exc).__name__] += 1
+
+    threads = [threading.Thread(target=run, daemon=True) for _ in range(members)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    print(json.dumps({"accepts_per_s": {str(k): v for k, v in per_s.items()}, "firsts": sorted(firsts), "errors": dict(errors)}), flush=True)
+
+
+_RECORD_LIMIT_DRIVER = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from bench.e2e import _drive_record_limit_members
+_drive_record_limit_members(**json.loads(sys.argv[2]))
+"""
+"""Runs :func:`_drive_record_limit_members` in its own process: argv is the repo root and the
+keyword arguments (JSON)."""
 
 
 def part_groups(active: tuple[int, int] = (10, 200), seconds: int = 20, poll_ms: int = 500, groups_per_driver: int = 50,

@@ -37,6 +37,8 @@ decoder against kio's ``write_new_batch``/``read_batch`` on uncompressed batches
 from __future__ import annotations
 
 import struct
+from array import array
+from bisect import bisect_right
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterator, Sequence
@@ -75,6 +77,9 @@ __all__ = [
     "set_max_timestamp",
     "assign_offsets",
     "iter_records",
+    "RecordIndex",
+    "index_records",
+    "retain_records",
     "compress",
     "decompress",
     "build_batch",
@@ -565,6 +570,194 @@ def iter_records(buf, pos: int = 0) -> Iterator[Record]:
         raise CorruptRecordError(f"malformed record: {exc}") from exc
     if p != len(body):
         raise CorruptRecordError("trailing bytes after the last record")
+
+
+# --------------------------------------------------------------------------- retained batches
+
+
+@dataclass(frozen=True, slots=True)
+class RecordIndex:
+    """Where each record of one batch starts, so that a subset of them can be cut out without
+    walking the batch again (:func:`retain_records`).
+
+    ``starts[i]`` is the byte position of record ``i`` in the batch's records block (after the
+    61-byte header; decompressed for a compressed batch), ``starts[count]`` the block's end.
+    ``block`` is the decompressed block of a compressed batch, ``None`` for an uncompressed one
+    (its block is the batch's own bytes)."""
+
+    starts: array
+    block: bytes | None
+
+
+def _zigzag_at(b, p: int) -> tuple[int, int]:
+    """The zig-zag varint/varlong at ``p`` in ``b``: ``(value, position after it)``."""
+    v = shift = 0
+    while True:
+        c = b[p]
+        p += 1
+        v |= (c & 0x7F) << shift
+        if c < 0x80:
+            return (v >> 1) ^ -(v & 1), p
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint longer than 10 bytes")
+
+
+def _block_of(buf, pos: int, h: BatchHeader, index: RecordIndex):
+    """``(records block, position of its first byte)`` of the batch ``h`` at ``pos``."""
+    return (buf, pos + RECORD_BATCH_OVERHEAD) if index.block is None else (index.block, 0)
+
+
+def index_records(buf, pos: int = 0) -> RecordIndex:
+    """Index the records of the batch at ``pos`` in ``buf`` (validated first: header, length,
+    CRC): where each record starts (see :class:`RecordIndex`). Reads only each record's length
+    (Kafka ``DefaultRecord``: a varint before the record's bytes), about 0.2 µs a record.
+    Raises :class:`CorruptRecordError` when a record runs past the block or the block has bytes
+    after the last record, and :class:`UnsupportedCompressionTypeError`."""
+    h = validate_batch(buf, pos)
+    end = pos + h.size_in_bytes
+    block: bytes | None = None
+    if h.compression != CompressionType.NONE:
+        block = decompress(h.compression, memoryview(buf)[pos + RECORD_BATCH_OVERHEAD : end])
+        b, p, stop = block, 0, len(block)
+    else:
+        b, p, stop = buf, pos + RECORD_BATCH_OVERHEAD, end
+    base = p
+    n = h.records_count
+    starts = array("q", bytes(8 * (n + 1)))
+    try:
+        for i in range(n):
+            starts[i] = p - base
+            c = b[p]  # one- and two-byte lengths inline (records below 8 KB)
+            if c < 0x80:
+                length, q = (c >> 1) ^ -(c & 1), p + 1
+            elif b[p + 1] < 0x80:
+                v = (c & 0x7F) | (b[p + 1] << 7)
+                length, q = (v >> 1) ^ -(v & 1), p + 2
+            else:
+                length, q = _zigzag_at(b, p)
+            if length <= 0 or q + length > stop:
+                raise CorruptRecordError("record length runs past the end of the batch")
+            p = q + length
+    except IndexError:
+        raise CorruptRecordError("record runs past the end of the batch") from None
+    if p != stop:
+        raise CorruptRecordError("trailing bytes after the last record")
+    starts[n] = p - base
+    return RecordIndex(starts, block)
+
+
+def _deltas(b, p: int) -> tuple[int, int]:
+    """``(timestamp delta, offset delta)`` of the record at ``p`` in ``b`` (after its length
+    and attributes byte)."""
+    _length, q = _zigzag_at(b, p)
+    ts_delta, q = _zigzag_at(b, q + 1)
+    return ts_delta, _zigzag_at(b, q)[0]
+
+
+def _pick_by_index(src, base: int, starts: array, h: BatchHeader, keep: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], int | None] | None:
+    """For a batch of ``lastOffsetDelta + 1`` records: the record index ranges ``[i, j)`` at the
+    offsets ``keep`` names, read as record ``i`` at ``base offset + i``, and the largest
+    timestamp delta among them; ``None`` when one of them carries another offset delta."""
+    spans: list[tuple[int, int]] = []
+    ts_max: int | None = None
+    n, base_offset = h.records_count, h.base_offset
+    for first, last in keep:
+        i = first - base_offset
+        j = last - base_offset + 1
+        if i < 0:
+            i = 0
+        if j > n:
+            j = n
+        if i >= j:
+            continue
+        for k in range(i, j):
+            q = base + starts[k]
+            while src[q] & 0x80:  # the length
+                q += 1
+            c = src[q + 2]  # the timestamp delta (after the attributes byte); one byte inline
+            if c < 0x80:
+                ts_delta, q = (c >> 1) ^ -(c & 1), q + 3
+            else:
+                ts_delta, q = _zigzag_at(src, q + 2)
+            c = src[q]  # the offset delta
+            v = c & 0x7F
+            shift = 7
+            while c & 0x80:
+                q += 1
+                c = src[q]
+                v |= (c & 0x7F) << shift
+                shift += 7
+            if (v >> 1) ^ -(v & 1) != k:
+                return None
+            if ts_max is None or ts_delta > ts_max:
+                ts_max = ts_delta
+        spans.append((i, j))
+    return spans, ts_max
+
+
+def _pick_by_offset(src, base: int, starts: array, h: BatchHeader, keep: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], int | None]:
+    """:func:`_pick_by_index` for any batch: reads every record's offset delta."""
+    spans: list[tuple[int, int]] = []
+    ts_max: int | None = None
+    firsts = [a for a, _z in keep]
+    for k in range(h.records_count):
+        ts_delta, off_delta = _deltas(src, base + starts[k])
+        o = h.base_offset + off_delta
+        r = bisect_right(firsts, o) - 1
+        if r < 0 or o > keep[r][1]:
+            continue
+        if spans and spans[-1][1] == k:
+            spans[-1] = (spans[-1][0], k + 1)
+        else:
+            spans.append((k, k + 1))
+        if ts_max is None or ts_delta > ts_max:
+            ts_max = ts_delta
+    return spans, ts_max
+
+
+def retain_records(buf, pos: int, index: RecordIndex, keep: Sequence[tuple[int, int]]) -> bytes:
+    """The batch at ``pos`` in ``buf`` with only its records whose offsets fall in ``keep``
+    (ascending, non-overlapping ``(first, last)`` offset ranges, inclusive), built the way
+    Kafka's log cleaner rebuilds a batch it filtered (``MemoryRecords#filterTo`` with
+    ``MemoryRecordsBuilder#overrideLastOffset``): the base offset, ``lastOffsetDelta``, base
+    timestamp, producer id, epoch and base sequence, the partition leader epoch and the
+    attributes (codec included) stay; the records count, the max timestamp (CreateTime: the
+    largest of the records kept; LogAppendTime: unchanged), the length and the CRC are new. The
+    records kept keep their bytes, so their offsets and timestamps are the same as in the
+    original. ``index`` is :func:`index_records` of the same batch.
+
+    A batch whose records count is ``lastOffsetDelta + 1`` (every batch a produce appends: Kafka's
+    ``LogValidator`` refuses others) is read as record ``i`` at offset ``base + i``: only the
+    records picked that way are decoded, and each must carry that offset delta; otherwise every
+    record's offset delta is read. Returns the original bytes when every record is kept; raises
+    ``ValueError`` when none is, :class:`CorruptRecordError` on a malformed record."""
+    h = parse_header(buf, pos)
+    end = pos + h.size_in_bytes
+    src, base = _block_of(buf, pos, h, index)
+    keep = list(keep)
+    try:
+        picked = _pick_by_index(src, base, index.starts, h, keep) if h.records_count == h.last_offset_delta + 1 else None
+        spans, ts_max = picked if picked is not None else _pick_by_offset(src, base, index.starts, h, keep)
+    except IndexError:
+        raise CorruptRecordError("record runs past the end of the batch") from None
+    n = h.records_count
+    starts = index.starts
+    kept = sum(j - i for i, j in spans)
+    if not kept:
+        raise ValueError(f"no record of batch {h.base_offset}-{h.last_offset} is in {list(keep)[:4]}")
+    if kept == n:
+        return bytes(memoryview(buf)[pos:end])
+    view = memoryview(src)
+    records = b"".join(view[base + starts[a] : base + starts[z]] for a, z in spans)
+    max_ts = h.max_timestamp
+    if not h.attributes & _TIMESTAMP_TYPE_MASK and ts_max is not None:  # CreateTime
+        max_ts = h.base_timestamp + ts_max
+    if index.block is not None:
+        records = compress(h.compression, records)
+    tail = struct.pack(">hiqqqhii", h.attributes, h.last_offset_delta, h.base_timestamp, max_ts, h.producer_id,
+                       h.producer_epoch, h.base_sequence, kept) + records
+    return struct.pack(">qiibI", h.base_offset, len(tail) + 9, h.partition_leader_epoch, MAGIC_V2, crc32c(tail)) + tail
 
 
 # --------------------------------------------------------------------------- encoder

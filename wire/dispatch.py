@@ -50,8 +50,8 @@ SUPPORTED: dict[int, tuple[int, int]] = {
     51: (0, 0),  # AlterUserScramCredentials (KIP-554)
     76: (1, 1),  # ShareGroupHeartbeat
     77: (1, 1),  # ShareGroupDescribe
-    78: (1, 1),  # ShareFetch
-    79: (1, 1),  # ShareAcknowledge
+    78: (1, 2),  # ShareFetch (v2: ShareAcquireMode, KIP-1206; IsRenewAck, KIP-1222)
+    79: (1, 2),  # ShareAcknowledge (v2: IsRenewAck, AcquisitionLockTimeoutMs, KIP-1222)
     90: (0, 0),  # DescribeShareGroupOffsets
     # -- transport: SASL (answered by wire.sasl.SaslServerSession on SASL listeners while
     #    authenticating; what reaches the dispatcher gets ILLEGAL_SASL_STATE as in KafkaApis)

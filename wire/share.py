@@ -20,35 +20,21 @@ from kio.static.primitive import i16, i32, i64
 
 from dataclasses import replace
 
+from actors.share.partition import validate_acknowledgement_batches
 from wire.backend import AckBatch, ShareFetchPartition, SharePartitionAck
 from wire.entities import NO_THROTTLE, build, error_code, nested, response_class
 from wire.listeners import endpoint_for
 from wire.protocol import DecodedRequest
 
-__all__ = ["describe", "describe_offsets", "heartbeat", "share_acknowledge", "share_fetch", "validate_ack_batches"]
-
-_MAX_ACK_TYPE = 4  # RENEW (Kafka 4.2, v2); v1 clients send 0..3
+__all__ = ["describe", "describe_offsets", "heartbeat", "share_acknowledge", "share_fetch"]
 
 
-def validate_ack_batches(batches: tuple[AckBatch, ...], max_type: int = 3) -> str | None:
-    """``None`` if the batches of one partition are valid, else the reason (INVALID_REQUEST).
-    Rules (KafkaApis ``validateAcknowledgementBatches``): first ≤ last; batches ascending with
-    ``first`` not below the previous batch's ``last``; types non-empty; several types only if one
-    per offset; every type in 0..``max_type``."""
-    prev_last = -1
-    for b in batches:
-        if b.first_offset > b.last_offset:
-            return f"first offset {b.first_offset} > last offset {b.last_offset}"
-        if b.first_offset < prev_last:
-            return "acknowledgement batches overlap or are not ascending"
-        if not b.types:
-            return "acknowledge types are empty"
-        if len(b.types) > 1 and b.last_offset - b.first_offset != len(b.types) - 1:
-            return "one acknowledge type per offset expected"
-        if any(t < 0 or t > max_type for t in b.types):
-            return f"acknowledge type outside 0..{max_type}"
-        prev_last = b.last_offset
-    return None
+def _invalid(ack: SharePartitionAck, api_version: int) -> str | None:
+    """Why one partition's acknowledgement batches are refused (INVALID_REQUEST), ``None`` when
+    they are not: :func:`actors.share.partition.validate_acknowledgement_batches`, Kafka's
+    ``KafkaApis.validateAcknowledgementBatches``; RENEW (type 4) comes with v2 of ShareFetch and
+    ShareAcknowledge (KIP-1222), so a v1 request carrying it is refused."""
+    return validate_acknowledgement_batches([(b.first_offset, b.last_offset, b.types) for b in ack.batches], renew=api_version >= 2)
 
 
 def _acks_of(topics: Any, partitions_attr: str) -> list[SharePartitionAck]:
@@ -130,7 +116,7 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
     wanted = [(t.topic_id, int(p.partition_index)) for t in b.topics for p in t.partitions]
     forgotten = [(t.topic_id, int(p)) for t in b.forgotten_topics_data for p in t.partitions]
     acks = _acks_of(b.topics, "partitions")
-    invalid = {(a.topic_id, a.partition): validate_ack_batches(a.batches, _MAX_ACK_TYPE) for a in acks}
+    invalid = {(a.topic_id, a.partition): _invalid(a, req.api_version) for a in acks}
     invalid = {k: v for k, v in invalid.items() if v}
     acks = [a for a in acks if (a.topic_id, a.partition) not in invalid]
     batch_size = int(b.batch_size) if int(getattr(b, "batch_size", 0) or 0) > 0 else None  # v1+ BatchSize
@@ -157,13 +143,15 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
 
 def share_acknowledge(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
     """ShareAcknowledge: validate and apply acknowledgements; epoch -1 also closes the session
-    (releasing the member's remaining acquired records)."""
+    (releasing the member's remaining acquired records). v2 (KIP-1222) allows RENEW and answers
+    the acquisition lock duration (``AcquisitionLockTimeoutMs``, ms) the renewed locks got; its
+    ``IsRenewAck`` flag, a hint for the broker, is not needed: the batches say it."""
     cls = response_class(79, req.api_version)
     b = req.body
     acks = _acks_of(b.topics, "partitions")
     invalid = {}
     for a in acks:
-        reason = validate_ack_batches(a.batches, _MAX_ACK_TYPE)
+        reason = _invalid(a, req.api_version)
         if reason:
             invalid[(a.topic_id, a.partition)] = reason
     via = _forwarded_by(conn)
@@ -181,7 +169,9 @@ def share_acknowledge(req: DecodedRequest, backend: Any, conn: Any = None) -> An
             nested(cls, "PartitionData", partition_index=i32(pidx), error_code=ErrorCode.invalid_request, error_message=reason, current_leader=nested(cls, "LeaderIdAndEpoch", leader_id=i32(node), leader_epoch=i32(0)))
         )
     resp_parts = tuple(nested(cls, "ShareAcknowledgeTopicResponse", topic_id=tid, partitions=tuple(ps)) for tid, ps in by_topic.items())
-    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), error_message=r.message, responses=resp_parts if r.error is None else (), node_endpoints=_endpoints(cls, backend, conn))
+    return build(cls, throttle_time=NO_THROTTLE, error_code=error_code(r.error), error_message=r.message,
+                 acquisition_lock_timeout=datetime.timedelta(milliseconds=r.lock_timeout_ms),  # v2 (KIP-1222)
+                 responses=resp_parts if r.error is None else (), node_endpoints=_endpoints(cls, backend, conn))
 
 
 def describe(req: DecodedRequest, backend: Any) -> Any:

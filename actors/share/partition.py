@@ -163,27 +163,30 @@ def validate_transition(old: RecordState, new: RecordState) -> RecordState:
     return new
 
 
-def validate_acknowledgement_batches(batches: Sequence[tuple[int, int, Sequence[int]]]) -> Optional[str]:
+def validate_acknowledgement_batches(batches: Sequence[tuple[int, int, Sequence[int]]], renew: bool = True) -> Optional[str]:
     """Kafka's request-level check of one partition's acknowledgement batches
-    (``KafkaApis.validateAcknowledgementBatches``), for the wire layer / actor.
+    (``KafkaApis.validateAcknowledgementBatches``), for the wire layer / actor. ``renew``: whether
+    the request's version carries RENEW (ShareFetch/ShareAcknowledge v2, KIP-1222); v1 knows
+    the types 0..3 only.
 
     Returns ``None`` when valid, else the reason (the partition's error is then INVALID_REQUEST):
     ``first > last``; ``first`` < the previous batch's ``last`` (strictly: a one-offset overlap
-    passes here and fails later with INVALID_RECORD_STATE); no types; several types whose count is
-    not ``last - first + 1``; a type outside 0..4 (RENEW=4 is Kafka 4.2).
+    passes here and fails later with INVALID_RECORD_STATE), or below -1 for the first batch (Kafka
+    starts ``prevEndOffset`` at -1); no types; several types whose count is not
+    ``last - first + 1``; a type outside 0..4 (RENEW=4 is Kafka 4.2).
     """
-    prev_last = None
+    prev_last = -1
     for first, last, types in batches:
         if first > last:
             return "First offset of acknowledgement batch is greater than its last offset."
-        if prev_last is not None and first < prev_last:
-            return "Acknowledgement batches must not overlap."
+        if first < prev_last:
+            return "Acknowledgement batches must be in ascending order and must not overlap."
         if not types:
             return "Acknowledge types must not be empty."
         if len(types) > 1 and last - first != len(types) - 1:
             return "Acknowledge types must be a single type or one per offset."
         for t in types:
-            if t not in _VALID_ACK_TYPES:
+            if t not in _VALID_ACK_TYPES or (t == _RENEW and not renew):
                 return f"Invalid acknowledge type: {t}."
         prev_last = last
     return None

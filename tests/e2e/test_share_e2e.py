@@ -638,3 +638,121 @@ def test_replay_verify_passes_on_a_live_daemons_log(daemon_factory):
     for engine in ("python", "duckdb", "spark"):
         assert summary["engines"][engine]["tables"]["share_partitions"] == 2, summary["engines"][engine]
         assert summary["engines"][engine]["tables"]["share_ranges"] >= 1  # the records released on close
+
+
+@pytest.mark.parametrize("codec", ["none", "zstd"])
+def test_records_released_from_one_big_batch_come_back_alone_with_their_values(shared_daemon, codec):
+    """1,000 records in one producer batch; the ShareConsumer (``max.poll.records=50``) RELEASEs
+    every tenth on its first delivery. Each redelivery acquires a few records of that batch, and
+    the broker sends the batch cut down to them (``wire/share_client.py`` ``_bytes_for``, a
+    batch as the log cleaner rebuilds one): librdkafka must read those batches (offset gaps,
+    the codec kept) and deliver each released record once more with its own value and delivery
+    count 2, every record accepted exactly once."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+
+    bs = shared_daemon.bootstrap
+    topic = f"released-{codec}"
+    create_topic(bs, topic, 1)
+    set_group_config(bs, f"rel-{codec}", "share.auto.offset.reset", "earliest")
+    values = [f"{codec}-{i:04d}-" + "z" * 60 for i in range(1000)]
+    acked = produce(bs, topic, values, partitioner=lambda i: 0, **{"compression.type": codec, "linger.ms": 1000, "batch.size": 1_000_000})
+    assert len({off for _p, off in acked.values()}) == 1000
+    base = min(off for _p, off in acked.values())
+    c = ShareConsumer({"bootstrap.servers": bs, "group.id": f"rel-{codec}", "share.acknowledgement.mode": "explicit", "max.poll.records": 50})
+    c.subscribe([topic])
+    deliveries: collections.Counter[int] = collections.Counter()
+    accepted: collections.Counter[int] = collections.Counter()
+    deadline = time.monotonic() + 60
+    while len(accepted) < 1000 and time.monotonic() < deadline:
+        for m in c.poll(0.5):
+            if m.error():
+                continue
+            o = m.offset()
+            deliveries[o] += 1
+            assert m.value().decode() == values[o - base] and m.delivery_count() == deliveries[o]
+            if (o - base) % 10 == 0 and m.delivery_count() == 1:
+                c.acknowledge(m, AcknowledgeType.RELEASE)
+            else:
+                c.acknowledge(m, AcknowledgeType.ACCEPT)
+                accepted[o] += 1
+        c.commit_async()
+    c.close()
+    assert len(accepted) == 1000 and set(accepted.values()) == {1}
+    assert {o for o, n in deliveries.items() if n == 2} == {base + i for i in range(0, 1000, 10)}
+    assert set(deliveries.values()) == {1, 2}
+
+
+def test_share_fetch_v2_record_limit_acquires_and_sends_only_max_records_and_renew_needs_v2(shared_daemon):
+    """ShareFetch v2 (KIP-1206 ``ShareAcquireMode`` record_limit; KIP-1222 RENEW) on the wire, raw
+    requests: from one 1,000-record producer batch, each fetch with MaxRecords 10 acquires 10
+    records and its response carries those 10 records only (the batch cut down to them, with
+    their own offsets and values). RENEW is an acknowledge type of v2: in a v1 ShareFetch it makes
+    the partition's acknowledgement INVALID_REQUEST; a v2 ShareAcknowledge renews the lock and
+    answers its duration (``AcquisitionLockTimeoutMs``)."""
+    import datetime
+
+    from kio.schema.share_acknowledge.v2 import request as ack2
+    from kio.schema.share_fetch.v1 import request as fetch1
+    from kio.schema.share_fetch.v2 import request as fetch2
+    from kio.schema.share_group_heartbeat.v1.request import ShareGroupHeartbeatRequest
+    from kio.static.primitive import i8, i32
+
+    from store.record_batch import iter_batches, iter_records
+    from wire.cluster import BrokerChannel
+
+    bs = shared_daemon.bootstrap
+    topic, group = "record-limit", "record-limit-g"
+    create_topic(bs, topic, 1)
+    set_group_config(bs, group, "share.auto.offset.reset", "earliest")
+    values = [f"rl-{i:04d}" for i in range(1000)]
+    acked = produce(bs, topic, values, partitioner=lambda i: 0, **{"linger.ms": 1000, "batch.size": 1_000_000})
+    base = min(off for _p, off in acked.values())
+    ch = BrokerChannel("127.0.0.1", int(bs.rsplit(":", 1)[1]), "record-limit-e2e", 15_000)
+    member, epoch, tid = "m-record-limit-0000000001", 0, None
+    deadline = time.monotonic() + 30
+    while tid is None and time.monotonic() < deadline:
+        r = ch.ask(76, 1, ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=i32(epoch), rack_id=None,
+                                                     subscribed_topic_names=(topic,) if epoch == 0 else None))
+        assert int(r.error_code) == 0, r
+        epoch = int(r.member_epoch)
+        if r.assignment is not None and r.assignment.topic_partitions:
+            tid = r.assignment.topic_partitions[0].topic_id
+        else:
+            time.sleep(0.2)
+    assert tid is not None
+
+    def fetch(session: int, acks=(), version: int = 2):
+        m = fetch2 if version == 2 else fetch1
+        extra = {"share_acquire_mode": i8(1)} if version == 2 else {}
+        parts = (m.FetchTopic(topic_id=tid, partitions=(m.FetchPartition(partition_index=i32(0), acknowledgement_batches=tuple(
+            m.AcknowledgementBatch(first_offset=a, last_offset=z, acknowledge_types=(i8(t),)) for a, z, t in acks)),)),)
+        r = ch.ask(78, version, m.ShareFetchRequest(group_id=group, member_id=member, share_session_epoch=i32(session),
+                                                     max_wait=datetime.timedelta(milliseconds=2000), min_bytes=i32(1), max_bytes=i32(50 << 20),
+                                                     max_records=i32(10), batch_size=i32(10), topics=parts if session == 0 or acks else (),
+                                                     forgotten_topics_data=(), **extra))
+        assert int(r.error_code) == 0, r
+        [p] = [p for t in r.responses for p in t.partitions]
+        return p
+
+    got = []
+    for session in range(3):
+        p = fetch(session, [(a, z, 1) for a, z in got[-1:]])
+        assert int(p.error_code) == 0 and int(p.acknowledge_error_code) == 0, p
+        [a] = p.acquired_records
+        assert (int(a.first_offset), int(a.last_offset)) == (base + 10 * session, base + 10 * session + 9)
+        [h] = list(iter_batches(p.records))
+        assert h.base_offset == base and h.records_count == 10  # the 1,000-record batch, cut down to the 10 acquired
+        assert [(r.offset, r.value.decode()) for r in iter_records(p.records)] == [(base + 10 * session + i, values[10 * session + i]) for i in range(10)]
+        got.append((int(a.first_offset), int(a.last_offset)))
+    # RENEW needs v2: a v1 ShareFetch carrying it fails the partition's acknowledgement
+    p = fetch(3, [(got[-1][0], got[-1][1], 4)], version=1)
+    assert int(p.acknowledge_error_code) == 42  # INVALID_REQUEST
+    # a v2 ShareAcknowledge renews the lock of the records still held and answers its duration
+    r = ch.ask(79, 2, ack2.ShareAcknowledgeRequest(group_id=group, member_id=member, share_session_epoch=i32(4), is_renew_ack=True, topics=(
+        ack2.AcknowledgeTopic(topic_id=tid, partitions=(ack2.AcknowledgePartition(partition_index=i32(0), acknowledgement_batches=(
+            ack2.AcknowledgementBatch(first_offset=got[-1][0], last_offset=got[-1][1], acknowledge_types=(i8(4),)),)),)),)))
+    assert int(r.error_code) == 0, r
+    [pa] = [p for t in r.responses for p in t.partitions]
+    assert int(pa.error_code) == 0, pa
+    assert r.acquisition_lock_timeout.total_seconds() > 0
+    ch.close()

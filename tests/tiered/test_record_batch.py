@@ -471,3 +471,86 @@ def test_invalid_sequence_with_producer_id_is_invalid_record():
         rb.assign_offsets(batch, 0, 0)
     ok = rb.build_batch([(b"k", b"v")], producer_id=7, producer_epoch=0, base_sequence=0)
     assert rb.assign_offsets(ok, 0, 0)[1][0].last_offset == 0
+
+
+# ----------------------------------------------------------------- retained batches (share redelivery)
+
+_kept_record = st.builds(
+    lambda gap, ts, value: (gap, ts, value),
+    st.integers(1, 3), st.integers(-5_000, 5_000), st.one_of(st.none(), st.binary(max_size=300)))
+
+
+@settings(max_examples=100, deadline=None)
+@given(recs=st.lists(_kept_record, min_size=1, max_size=40), contiguous=st.booleans(), codec=st.sampled_from(list(CompressionType)),
+       log_append=st.booleans(), picks=st.lists(st.tuples(st.integers(0, 120), st.integers(0, 5)), max_size=6))
+def test_property_retain_records_keeps_exactly_the_records_asked_and_the_batch_fields(recs, contiguous, codec, log_append, picks):
+    base, base_ts = 1_000, 1_700_000_000_000
+    offsets = []
+    o = base - 1
+    for gap, _ts, _v in recs:  # offsets one apart (as every produce appends), or with gaps
+        o += 1 if contiguous else gap
+        offsets.append(o)
+    records = [Record(offset=off, timestamp=base_ts + ts, key=None, value=v) for off, (_g, ts, v) in zip(offsets, recs)]
+    raw = rb.build_batch(records, base_offset=base, compression=codec, producer_id=77, producer_epoch=3, base_sequence=500,
+                         partition_leader_epoch=9, timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME)
+    if log_append:
+        raw = bytearray(raw)
+        rb.set_max_timestamp(raw, TimestampType.LOG_APPEND_TIME, 1_800_000_000_000)
+        raw = bytes(raw)
+    h = rb.validate_batch(raw)
+    keep = []  # ascending, non-overlapping offset ranges
+    for start, length in sorted(picks):
+        first = base + start
+        if keep and first <= keep[-1][1]:
+            first = keep[-1][1] + 1
+        keep.append((first, first + length))
+    kept = [r for r in rb.iter_records(raw) if any(a <= r.offset <= z for a, z in keep)]
+    index = rb.index_records(raw)
+    if not kept:
+        with pytest.raises(ValueError):
+            rb.retain_records(raw, 0, index, keep)
+        return
+    out = rb.retain_records(raw, 0, index, keep)
+    g = rb.validate_batch(out)  # whole, CRC-valid
+    assert g.size_in_bytes == len(out)
+    assert list(rb.iter_records(out)) == kept  # offsets, timestamps, keys, values as in the original
+    assert (g.base_offset, g.last_offset_delta, g.base_timestamp, g.producer_id, g.producer_epoch, g.base_sequence,
+            g.partition_leader_epoch, g.attributes) == (h.base_offset, h.last_offset_delta, h.base_timestamp, 77, 3, 500, 9, h.attributes)
+    assert g.records_count == len(kept)
+    assert g.max_timestamp == (1_800_000_000_000 if log_append else max(r.timestamp for r in kept))
+    if len(kept) == h.records_count:
+        assert out == raw
+
+
+def test_retain_records_reads_every_offset_delta_when_a_record_is_not_at_its_index():
+    # 3 records, lastOffsetDelta 2, but the first two carry deltas 1 and 0
+    records = [Record(offset=11, timestamp=5, key=None, value=b"b"), Record(offset=10, timestamp=7, key=None, value=b"a"),
+               Record(offset=12, timestamp=6, key=None, value=b"c")]
+    raw = rb.build_batch(records, base_offset=10)
+    assert rb.parse_header(raw).last_offset_delta == 2
+    out = rb.retain_records(raw, 0, rb.index_records(raw), [(10, 10)])
+    assert [(r.offset, r.value, r.timestamp) for r in rb.iter_records(out)] == [(10, b"a", 7)]
+    assert rb.parse_header(out).max_timestamp == 7
+
+
+def test_index_records_finds_each_record_with_long_varints():
+    # records over 8 KB (three-byte lengths), timestamp deltas over 63 ms, offset deltas past two varint bytes
+    records = [Record(offset=10 + 5_000 * i, timestamp=1_000 + 70 * i * (-1) ** i, key=b"k", value=b"v" * (9_000 if i % 3 == 0 else 5))
+               for i in range(7)]
+    raw = rb.build_batch(records, base_offset=10)
+    index = rb.index_records(raw)
+    assert index.block is None and len(index.starts) == len(records) + 1
+    assert index.starts[0] == 0 and index.starts[-1] == len(raw) - rb.RECORD_BATCH_OVERHEAD
+    for i, r in enumerate(records):  # each record on its own
+        one = rb.retain_records(raw, 0, index, [(r.offset, r.offset)])
+        [got] = rb.iter_records(one)
+        assert (got.offset, got.timestamp, got.value) == (r.offset, r.timestamp, r.value)
+        assert len(one) == rb.RECORD_BATCH_OVERHEAD + index.starts[i + 1] - index.starts[i]
+
+
+def test_index_records_refuses_a_record_that_runs_past_its_batch():
+    raw = rb.build_batch([(None, b"v" * 50)] * 3)
+    with pytest.raises(rb.CorruptRecordError):
+        rb.index_records(_with_records_block(CompressionType.NONE, b"\x7f" + b"\x00" * 5, 1))
+    with pytest.raises(rb.CorruptRecordError):  # trailing bytes after the counted records
+        rb.index_records(_with_records_block(CompressionType.NONE, raw[rb.RECORD_BATCH_OVERHEAD:] + b"\x00", 3))

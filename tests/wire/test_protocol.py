@@ -15,7 +15,7 @@ from tests.wire.fake_backend import FakeBackend
 from wire.backend import AckBatch
 from wire.dispatch import SUPPORTED, KafkaDispatcher
 from wire.protocol import FrameError, UnsupportedRequest, decode_request, decode_response, encode_request, encode_response, request_header
-from wire.share import validate_ack_batches
+from actors.share.partition import validate_acknowledgement_batches
 
 
 def roundtrip(dispatcher: KafkaDispatcher, api_key: int, version: int, body, correlation_id: int = 7):
@@ -179,11 +179,13 @@ def make_batch(values: list[bytes]) -> bytes:
         ((AckBatch(0, 1, (1, 9)),), False),
         ((AckBatch(5, 9, (1,)), AckBatch(0, 2, (1,))), False),
         ((AckBatch(0, 5, (1,)), AckBatch(5, 9, (1,))), True),  # one-offset overlap passes (Kafka uses <)
+        ((AckBatch(-2, 3, (1,)),), False),  # below Kafka's initial prevEndOffset of -1
+        ((AckBatch(-1, 3, (1,)),), True),
     ],
 )
 def test_validate_acknowledgement_batches(batches, ok):
     """KafkaApis.validateAcknowledgementBatches rules, per partition."""
-    assert (validate_ack_batches(batches) is None) == ok
+    assert (validate_acknowledgement_batches([(b.first_offset, b.last_offset, b.types) for b in batches]) is None) == ok
 
 
 def test_share_heartbeat_then_fetch_with_an_invalid_ack_batch(disp):

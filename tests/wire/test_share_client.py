@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from actors.share import messages as m
-from store.record_batch import build_batch, iter_batches
+from store.record_batch import build_batch, iter_batches, iter_records
 from wire.backend import AckBatch, SharePartitionAck, TopicInfo
 from wire.logs import LogRegistry
 from wire.share_client import ShareClient
@@ -116,6 +116,40 @@ def test_only_acquired_batches_are_returned_and_acks_travel_with_the_fetch(logs)
     [p0] = r.partitions
     assert [(a.first_offset, a.last_offset, a.delivery_count) for a in p0.acquired] == [(12, 15, 2)]
     assert [(h.base_offset, h.last_offset) for h in iter_batches(p0.records)] == [(10, 19)]
+    # 4 of the batch's 10 records were acquired: the batch carries those only
+    assert [(r.offset, r.value) for r in iter_records(p0.records)] == [(o, b"r%d" % o) for o in range(12, 16)]
+
+
+def test_a_batch_mostly_acquired_is_sent_whole_and_one_barely_acquired_carries_its_acquired_records(logs):
+    def acquire(msg):
+        p = msg.partitions[0]
+        acq = ((0, 5, 1), (13, 13, 2), (15, 15, 2), (20, 29, 1))  # 6 of 10, 2 of 10, 10 of 10
+        return m.ShareFetchReply("NONE", "", (m.ShareFetchPartitionResult(p.topic_id, 0, acquired=acq, next_fetch_offset=30),))
+
+    sc = ShareClient(RecordingGateway(acquire), FakeController(), logs, {})
+    [p0] = sc.fetch("g", "m1", 0, [(TID, 0)], [], [], 500, 0).partitions
+    whole = logs.get("t", 0).read(0, 1 << 20).records
+    batches = list(iter_batches(p0.records))
+    assert [(h.base_offset, h.last_offset, h.records_count) for h in batches] == [(0, 9, 10), (10, 19, 2), (20, 29, 10)]
+    by_base = {h.base_offset: p0.records[h.position : h.position + h.size_in_bytes] for h in batches}
+    log_batches = {h.base_offset: whole[h.position : h.position + h.size_in_bytes] for h in iter_batches(whole)}
+    assert by_base[0] == log_batches[0] and by_base[20] == log_batches[20]  # sent as the log holds them
+    assert [r.offset for r in iter_records(by_base[10])] == [13, 15]
+    assert [r.offset for h in batches for r in iter_records(p0.records, h.position)] == list(range(10)) + [13, 15] + list(range(20, 30))
+
+
+def test_record_indexes_are_kept_per_batch_and_bounded_in_bytes():
+    from store.record_batch import parse_header
+    from wire.share_client import _RecordIndexes
+
+    a, b = build_batch([(None, b"a" * 100)] * 50, base_offset=0), build_batch([(None, b"b" * 100)] * 50, base_offset=50)
+    cache = _RecordIndexes(limit=8 * 51 + 10)  # room for one index of 50 records
+    ia = cache.get("t", 0, a, parse_header(a))
+    assert cache.get("t", 0, a, parse_header(a)) is ia  # kept
+    assert cache.get("t", 1, a, parse_header(a)) is not ia  # another partition's batch at that offset
+    ib = cache.get("t", 0, b, parse_header(b))
+    assert cache.get("t", 0, b, parse_header(b)) is ib
+    assert cache.get("t", 0, a, parse_header(a)) is not ia  # evicted to stay within the limit
 
 
 def test_refetch_from_moves_the_next_read_without_a_second_ask(logs):
