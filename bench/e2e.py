@@ -468,7 +468,7 @@ def _slow_record_limit(d: "_Daemon", consumers: int, work_ms: float, rate: int, 
     ``consumers`` raw ShareFetch v2 members (:func:`_drive_record_limit_members`, in ``drivers``
     processes; ``MaxRecords`` 10, as :data:`SLOW_CONSUMER_CONFIG`) on a topic prefilled with
     ``rate × (seconds + 15)`` records by the producer's default batches. The window is the
-    ``seconds`` whole seconds starting 6 s after the status file counts every member; the
+    ``seconds`` whole seconds starting 8 s after the status file counts every member; the
     figure is the ACCEPTs the broker confirmed inside it per second."""
     topic = group = "slow-backlog-record-limit"
     _new_topic(d.bootstrap, topic, group)
@@ -671,8 +671,10 @@ def _drive_record_limit_members(port: int, topic: str, group: str, members: int,
     returns), then loops: ShareFetch v2 (``ShareAcquireMode`` 1, ``MaxRecords`` ``max_records``,
     ``MaxWaitMs`` 500) carrying the ACCEPTs of the records it got last, then sleeps ``work_ms``
     per record it got (the work). Stops at ``stop_at`` (wall clock) or once ``stop_file`` exists
-    (each member leaves with epoch -1) and prints one JSON line: ``accepts_per_s`` (whole wall-clock second → records whose ACCEPT the
-    broker confirmed in it), ``firsts`` (wall clock of each member's first record) and ``errors``."""
+    (each member ACCEPTs what it holds as it closes its share session, then leaves with epoch
+    -1) and prints one JSON line: ``accepts_per_s`` (whole wall-clock second → records whose
+    ACCEPT the broker confirmed in it), ``firsts`` (wall clock of each member's first record)
+    and ``errors``."""
     import datetime
     import uuid
     from collections import Counter
@@ -685,6 +687,9 @@ def _drive_record_limit_members(port: int, topic: str, group: str, members: int,
     per_s: Counter = Counter()
     errors: Counter = Counter()
     firsts: list[float] = []
+
+    def accepts(held: tuple[tuple[int, int], ...]) -> tuple:
+        return tuple(AcknowledgementBatch(first_offset=a, last_offset=z, acknowledge_types=(i8(1),)) for a, z in held)
 
     def heartbeat(conn: KafkaConnection, member_id: str, epoch: int, join: bool):
         return conn.ask(76, 1, ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=i32(epoch), rack_id=None,
@@ -710,7 +715,7 @@ def _drive_record_limit_members(port: int, topic: str, group: str, members: int,
                 time.sleep(0.2)
                 next_hb = min(next_hb, time.monotonic() + 0.5)
                 continue
-            acks = tuple(AcknowledgementBatch(first_offset=a, last_offset=z, acknowledge_types=(i8(1),)) for a, z in held)
+            acks = accepts(held)
             parts = (FetchTopic(topic_id=topic_id, partitions=(FetchPartition(partition_index=i32(0), acknowledgement_batches=acks),)),) \
                 if session == 0 or acks else ()
             r = conn.ask(78, 2, ShareFetchRequest(group_id=group, member_id=member_id, share_session_epoch=i32(session),
@@ -737,7 +742,7 @@ def _drive_record_limit_members(port: int, topic: str, group: str, members: int,
             time.sleep(work_ms / 1000 * sum(z - a + 1 for a, z in got))
         try:
             if held:  # the last records' ACCEPTs, with the share session's close
-                acks = tuple(AcknowledgementBatch(first_offset=a, last_offset=z, acknowledge_types=(i8(1),)) for a, z in held)
+                acks = accepts(held)
                 conn.ask(78, 2, ShareFetchRequest(group_id=group, member_id=member_id, share_session_epoch=i32(-1),
                                                   max_wait=datetime.timedelta(0), min_bytes=i32(0), max_records=i32(0), batch_size=i32(0),
                                                   topics=(FetchTopic(topic_id=topic_id, partitions=(FetchPartition(partition_index=i32(0), acknowledgement_batches=acks),)),),
