@@ -257,3 +257,13 @@ def test_a_fetch_with_no_partitions_or_an_erroring_partition_is_answered_without
     assert [p.error_code for t in r.responses for p in t.partitions] == [ErrorCode.none, ErrorCode.unknown_topic_or_partition]
     with pytest.raises(_Waited):  # the same Fetch of the empty partition alone long-polls
         roundtrip(d, 1, 12, _long_fetch(("t", 0)))
+
+
+def test_renew_is_an_acknowledge_type_of_v2_only():
+    """RENEW (4) came with ShareFetch/ShareAcknowledge v2 (KIP-1222): a v1 request carrying it is
+    INVALID_REQUEST; the other types are valid in both."""
+    renew, accept = [(0, 4, (4,))], [(0, 4, (1,))]
+    assert validate_acknowledgement_batches(renew, renew=True) is None
+    assert validate_acknowledgement_batches(renew, renew=False) is not None
+    assert validate_acknowledgement_batches(accept, renew=False) is None
+    assert validate_acknowledgement_batches([(0, 1, (1, 4))], renew=False) is not None
