@@ -589,6 +589,11 @@ class RecordIndex:
     block: bytes | None
 
 
+#: the smallest record (Kafka ``DefaultRecord``): one byte each for the length, attributes,
+#: timestamp delta, offset delta, key length, value length and header count
+_MIN_RECORD_BYTES = 7
+
+
 def _zigzag_at(b, p: int) -> tuple[int, int]:
     """The zig-zag varint/varlong at ``p`` in ``b``: ``(value, position after it)``."""
     v = shift = 0
@@ -612,8 +617,9 @@ def index_records(buf, pos: int = 0) -> RecordIndex:
     """Index the records of the batch at ``pos`` in ``buf`` (validated first: header, length,
     CRC): where each record starts (see :class:`RecordIndex`). Reads only each record's length
     (Kafka ``DefaultRecord``: a varint before the record's bytes), about 0.2 µs a record.
-    Raises :class:`CorruptRecordError` when a record runs past the block or the block has bytes
-    after the last record, and :class:`UnsupportedCompressionTypeError`."""
+    Raises :class:`CorruptRecordError` when the records count cannot fit in the block (before
+    allocating for it), a record runs past the block or the block has bytes after the last
+    record, and :class:`UnsupportedCompressionTypeError`."""
     h = validate_batch(buf, pos)
     end = pos + h.size_in_bytes
     block: bytes | None = None
@@ -624,6 +630,8 @@ def index_records(buf, pos: int = 0) -> RecordIndex:
         b, p, stop = buf, pos + RECORD_BATCH_OVERHEAD, end
     base = p
     n = h.records_count
+    if n < 0 or n * _MIN_RECORD_BYTES > stop - p:  # before allocating for the count the header claims
+        raise CorruptRecordError(f"a records count of {n} cannot fit in {stop - p} bytes")
     starts = array("q", bytes(8 * (n + 1)))
     try:
         for i in range(n):

@@ -109,9 +109,17 @@ def share_fetch(req: DecodedRequest, backend: Any, conn: Any = None) -> Any:
     """ShareFetch: session epoch handling, piggy-backed acknowledgements, acquisition of up to
     ``max_records`` per request and the records' bytes, in one backend call (which may
     long-poll up to ``max_wait``). Invalid acknowledgement batches of a partition make that
-    partition's acknowledge error INVALID_REQUEST; its other batches are not applied."""
+    partition's acknowledge error INVALID_REQUEST; its other batches are not applied. v2: the
+    ``ShareAcquireMode`` (KIP-1206) goes to the actor; a renew-only fetch (``IsRenewAck``,
+    KIP-1222) acquires nothing and waits for nothing, and one whose MaxBytes, MinBytes,
+    MaxRecords or MaxWaitMs is not 0 is INVALID_REQUEST as a whole (Kafka 4.2)."""
     cls = response_class(78, req.api_version)
     b = req.body
+    if getattr(b, "is_renew_ack", False) and (int(b.max_bytes) or int(b.min_bytes) or int(b.max_records) or b.max_wait.total_seconds()):
+        # KIP-1222 (KAFKA-19844): a renew-only ShareFetch fetches nothing, so its fetch limits must be 0
+        return build(cls, throttle_time=NO_THROTTLE, error_code=ErrorCode.invalid_request,
+                     error_message="MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0 when IsRenewAck is set.",
+                     acquisition_lock_timeout=datetime.timedelta(0), responses=(), node_endpoints=())
     group, member, epoch = str(b.group_id or ""), str(b.member_id or ""), int(b.share_session_epoch)
     wanted = [(t.topic_id, int(p.partition_index)) for t in b.topics for p in t.partitions]
     forgotten = [(t.topic_id, int(p)) for t in b.forgotten_topics_data for p in t.partitions]

@@ -704,7 +704,7 @@ def test_share_fetch_v2_record_limit_acquires_and_sends_only_max_records_and_ren
     topic, group = "record-limit", "record-limit-g"
     create_topic(bs, topic, 1)
     set_group_config(bs, group, "share.auto.offset.reset", "earliest")
-    values = [f"rl-{i:04d}" for i in range(1000)]
+    values = [f"rl-{i:04d}-" + "y" * 40 for i in range(1000)]  # a batch of ~55 KB: large enough to be cut
     acked = produce(bs, topic, values, partitioner=lambda i: 0, **{"linger.ms": 1000, "batch.size": 1_000_000})
     base = min(off for _p, off in acked.values())
     ch = BrokerChannel("127.0.0.1", int(bs.rsplit(":", 1)[1]), "record-limit-e2e", 15_000)

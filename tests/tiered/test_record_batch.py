@@ -548,9 +548,19 @@ def test_index_records_finds_each_record_with_long_varints():
         assert len(one) == rb.RECORD_BATCH_OVERHEAD + index.starts[i + 1] - index.starts[i]
 
 
-def test_index_records_refuses_a_record_that_runs_past_its_batch():
+def test_index_records_refuses_records_that_do_not_fit_their_batch():
     raw = rb.build_batch([(None, b"v" * 50)] * 3)
-    with pytest.raises(rb.CorruptRecordError):
-        rb.index_records(_with_records_block(CompressionType.NONE, b"\x7f" + b"\x00" * 5, 1))
+    block = raw[rb.RECORD_BATCH_OVERHEAD:]
+    with pytest.raises(rb.CorruptRecordError, match="runs past"):  # a length of 10 with 6 bytes left
+        rb.index_records(_with_records_block(CompressionType.NONE, b"\x14" + b"\x00" * 6, 1))
+    with pytest.raises(rb.CorruptRecordError, match="runs past"):  # a negative length
+        rb.index_records(_with_records_block(CompressionType.NONE, b"\x7f" + b"\x00" * 6, 1))
     with pytest.raises(rb.CorruptRecordError):  # trailing bytes after the counted records
-        rb.index_records(_with_records_block(CompressionType.NONE, raw[rb.RECORD_BATCH_OVERHEAD:] + b"\x00", 3))
+        rb.index_records(_with_records_block(CompressionType.NONE, block + b"\x00", 3))
+
+
+def test_index_records_refuses_a_records_count_its_bytes_cannot_hold_before_allocating_for_it():
+    # 69 bytes claiming 2**31 - 1 records: refused from the sizes, not after reserving 16 GiB
+    raw = _with_records_block(CompressionType.NONE, b"\x00" * 8, 2**31 - 1)
+    with pytest.raises(rb.CorruptRecordError, match="cannot fit"):
+        rb.index_records(raw)

@@ -267,3 +267,19 @@ def test_renew_is_an_acknowledge_type_of_v2_only():
     assert validate_acknowledgement_batches(renew, renew=False) is not None
     assert validate_acknowledgement_batches(accept, renew=False) is None
     assert validate_acknowledgement_batches([(0, 1, (1, 4))], renew=False) is not None
+
+
+def test_a_renew_only_share_fetch_with_fetch_limits_is_invalid_request(disp):
+    """KIP-1222 (Kafka 4.2, KAFKA-19844): a ShareFetch v2 with ``IsRenewAck`` fetches nothing, so
+    a non-zero MaxBytes, MinBytes, MaxRecords or MaxWaitMs makes the whole request
+    INVALID_REQUEST; with all four 0 it goes to the backend."""
+    from kio.schema.share_fetch.v2.request import ShareFetchRequest
+
+    def fetch(**limits):
+        fields = {"max_wait": datetime.timedelta(0), "min_bytes": i32(0), "max_bytes": i32(0), "max_records": i32(0), **limits}
+        return roundtrip(disp, 78, 2, ShareFetchRequest(group_id="g", member_id="m1", share_session_epoch=i32(1), batch_size=i32(0),
+                                                        is_renew_ack=True, topics=(), forgotten_topics_data=(), **fields))
+
+    for limits in ({"max_records": i32(10)}, {"min_bytes": i32(1)}, {"max_bytes": i32(1)}, {"max_wait": datetime.timedelta(milliseconds=5)}):
+        assert fetch(**limits).error_code == ErrorCode.invalid_request, limits
+    assert fetch().error_code != ErrorCode.invalid_request

@@ -116,34 +116,71 @@ def test_only_acquired_batches_are_returned_and_acks_travel_with_the_fetch(logs)
     [p0] = r.partitions
     assert [(a.first_offset, a.last_offset, a.delivery_count) for a in p0.acquired] == [(12, 15, 2)]
     assert [(h.base_offset, h.last_offset) for h in iter_batches(p0.records)] == [(10, 19)]
-    # 4 of the batch's 10 records were acquired: the batch carries those only
-    assert [(r.offset, r.value) for r in iter_records(p0.records)] == [(o, b"r%d" % o) for o in range(12, 16)]
 
 
-def test_a_batch_mostly_acquired_is_sent_whole_and_one_barely_acquired_carries_its_acquired_records(logs):
-    def acquire(msg):
+@pytest.fixture()
+def big_logs(tmp_path):
+    """Partition 0 of ``t`` with three batches of 10 records of 2 KB (offsets 0-9, 10-19, 20-29:
+    large enough to be cut, ``_CUT_MIN_BATCH_BYTES``)."""
+    reg = LogRegistry(str(tmp_path / "big-logs"))
+    for base in range(0, 30, 10):
+        assert reg.append("t", 0, build_batch([(None, b"r%d-" % (base + i) + b"x" * 2048) for i in range(10)])).error is None
+    yield reg
+    reg.close()
+
+
+def _acquiring(*acquired):
+    """A stand-in actor decision that acquires ``acquired`` ((first, last, delivery count), …) of partition 0."""
+    def reply(msg):
         p = msg.partitions[0]
-        acq = ((0, 5, 1), (13, 13, 2), (15, 15, 2), (20, 29, 1))  # 6 of 10, 2 of 10, 10 of 10
-        return m.ShareFetchReply("NONE", "", (m.ShareFetchPartitionResult(p.topic_id, 0, acquired=acq, next_fetch_offset=30),))
+        return m.ShareFetchReply("NONE", "", (m.ShareFetchPartitionResult(p.topic_id, 0, acquired=acquired, next_fetch_offset=30),))
+    return reply
 
-    sc = ShareClient(RecordingGateway(acquire), FakeController(), logs, {})
+
+def _by_base(records: bytes) -> dict[int, bytes]:
+    return {h.base_offset: records[h.position : h.position + h.size_in_bytes] for h in iter_batches(records)}
+
+
+def test_a_batch_mostly_acquired_is_sent_whole_and_one_barely_acquired_carries_its_acquired_records(big_logs):
+    sc = ShareClient(RecordingGateway(_acquiring((0, 5, 1), (13, 13, 2), (15, 15, 2), (20, 29, 1))), FakeController(), big_logs, {})  # 6, 2, 10 of 10
     [p0] = sc.fetch("g", "m1", 0, [(TID, 0)], [], [], 500, 0).partitions
-    whole = logs.get("t", 0).read(0, 1 << 20).records
+    log_batches = _by_base(big_logs.get("t", 0).read(0, 1 << 20).records)
     batches = list(iter_batches(p0.records))
     assert [(h.base_offset, h.last_offset, h.records_count) for h in batches] == [(0, 9, 10), (10, 19, 2), (20, 29, 10)]
-    by_base = {h.base_offset: p0.records[h.position : h.position + h.size_in_bytes] for h in batches}
-    log_batches = {h.base_offset: whole[h.position : h.position + h.size_in_bytes] for h in iter_batches(whole)}
-    assert by_base[0] == log_batches[0] and by_base[20] == log_batches[20]  # sent as the log holds them
-    assert [r.offset for r in iter_records(by_base[10])] == [13, 15]
+    sent = _by_base(p0.records)
+    assert sent[0] == log_batches[0] and sent[20] == log_batches[20]  # sent as the log holds them
+    assert [(r.offset, r.value[:4]) for r in iter_records(sent[10])] == [(13, b"r13-"), (15, b"r15-")]
     assert [r.offset for h in batches for r in iter_records(p0.records, h.position)] == list(range(10)) + [13, 15] + list(range(20, 30))
+
+
+def test_a_small_batch_goes_whole_however_few_of_its_records_were_acquired(logs):
+    sc = ShareClient(RecordingGateway(_acquiring((12, 12, 2))), FakeController(), logs, {})
+    [p0] = sc.fetch("g", "m1", 0, [(TID, 0)], [], [], 500, 0).partitions
+    assert p0.records == _by_base(logs.get("t", 0).read(0, 1 << 20).records)[10]
+
+
+def test_a_batch_whose_records_cannot_be_cut_is_sent_whole(tmp_path):
+    from store.record_batch import Record
+
+    # the log takes it (a produce does not read the records), but offset 1 is in no record:
+    # the deltas are 0, 0, 2, 3, …
+    reg = LogRegistry(str(tmp_path / "odd"))
+    recs = [Record(offset=0 if i == 1 else i, timestamp=i, key=None, value=b"v" * 2048) for i in range(10)]
+    raw = build_batch(recs)
+    assert reg.append("t", 0, raw).error is None
+    sc = ShareClient(RecordingGateway(_acquiring((1, 1, 1))), FakeController(), reg, {})
+    [p0] = sc.fetch("g", "m1", 0, [(TID, 0)], [], [], 500, 0).partitions
+    assert p0.records == reg.get("t", 0).read(0, 1 << 20).records  # whole, as Kafka would send it
+    reg.close()
 
 
 def test_record_indexes_are_kept_per_batch_and_bounded_in_bytes():
     from store.record_batch import parse_header
-    from wire.share_client import _RecordIndexes
+    from wire.share_client import _RECORD_INDEX_OVERHEAD, _RecordIndexes
 
     a, b = build_batch([(None, b"a" * 100)] * 50, base_offset=0), build_batch([(None, b"b" * 100)] * 50, base_offset=50)
-    cache = _RecordIndexes(limit=8 * 51 + 10)  # room for one index of 50 records
+    one = _RECORD_INDEX_OVERHEAD + 8 * 51  # an index of 50 records
+    cache = _RecordIndexes(limit=one + 10)  # room for one
     ia = cache.get("t", 0, a, parse_header(a))
     assert cache.get("t", 0, a, parse_header(a)) is ia  # kept
     assert cache.get("t", 1, a, parse_header(a)) is not ia  # another partition's batch at that offset
