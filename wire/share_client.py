@@ -57,6 +57,7 @@ from actors.share.errors import ShareError
 from actors.share.membership import MembershipError, ShareGroupHeartbeat, validate_heartbeat
 from actors.share.messages import DescribeShareGroup, ShareFetchReply, ShareGroupDescription
 from actors.share.sessions import ShareSessions, decide_share_acknowledge, decide_share_fetch
+from store import record_batch as rb
 from wire.backend import AcquiredRange, ConfigEntry, HeartbeatResult, ShareFetchPartition, ShareFetchResult
 from wire.controller_client import GroupRefused
 from wire.gateway import ActorTimeout
@@ -98,14 +99,12 @@ class _RecordIndexes:
     def __init__(self, limit: int = _RECORD_INDEX_BYTES) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        self._by_key: OrderedDict[tuple[str, int, int, int], tuple[Any, int]] = OrderedDict()
+        self._by_key: OrderedDict[tuple[str, int, int, int], tuple[rb.RecordIndex, int]] = OrderedDict()
         self._bytes = 0
 
-    def get(self, topic: str, partition: int, data: bytes, h: Any) -> Any:
+    def get(self, topic: str, partition: int, data: bytes, h: rb.BatchHeader) -> rb.RecordIndex:
         """The index of the batch whose header is ``h`` in ``data`` (built and kept when missing).
         Raises what :func:`store.record_batch.index_records` raises."""
-        from store import record_batch as rb
-
         key = (topic, partition, h.base_offset, h.crc)
         with self._lock:
             hit = self._by_key.get(key)
@@ -538,8 +537,6 @@ class ShareClient:
         and read batches with gaps in their offsets as on any compacted topic. Control batches,
         batches under ``_CUT_MIN_BATCH_BYTES`` and a batch whose records cannot be cut (a
         malformed record the produce path did not look into) go whole, as Kafka sends them."""
-        from store import record_batch as rb
-
         acquired = tuple(sorted(acquired, key=lambda a: a.first_offset))
         lo, hi = acquired[0].first_offset, acquired[-1].last_offset
         if read is None or not read[0] or read[0][0][0] > lo or read[0][-1][1] < hi:
