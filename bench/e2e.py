@@ -12,9 +12,10 @@ and calls ``commit_async()`` after every poll (issue 14's workload), each in its
 
 Parts (``--part NAME``, repeatable; default: all but ``issue6``):
 
-* ``latency``: produce-to-deliver latency (ms: p50/p99/max) of a paced Producer (``linger.ms=0``)
-  at 1,000 records/s for ``--seconds`` (10) to 2 ShareConsumers of one group, 1 partition; each
-  record is timed from its scheduled send to its delivery to the application (:func:`_latency`).
+* ``latency``: produce-to-deliver latency (ms: p50/p99/max) of a paced Producer (issue 14's:
+  idempotent, ``acks=all``, here ``linger.ms=0``; warmed up before the clock starts) at 1,000
+  records/s for ``--seconds`` (10) to 2 ShareConsumers of one group, 1 partition; each record is
+  timed from its scheduled send to its delivery to the application (:func:`_latency`).
 * ``latency_10k``: the same at 10,000 records/s.
 * ``release``: consume accept-only vs consume with 10% RELEASE, 2 consumers, 1 partition,
   ``--records`` (200,000) each, two topics/groups on one daemon: records/s of distinct records
@@ -90,6 +91,8 @@ SHARE_CONSUMER_CONFIG = {"share.acknowledgement.mode": "explicit", "max.poll.rec
 SLOW_CONSUMER_CONFIG = {"share.acknowledgement.mode": "explicit", "max.poll.records": 10}
 #: The producer settings of the throughput parts (bench.common.PRODUCER adds acks=all, linger 5 ms).
 PRODUCER_CONFIG = {"enable.idempotence": True}
+#: The latency parts' producer (issue 14's producer; ``linger.ms`` is the part's).
+LATENCY_PRODUCER_CONFIG = {"acks": "all", "enable.idempotence": True}
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -213,15 +216,18 @@ each record it got (ms, JSON list)."""
 
 
 def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5, commit_per_poll: bool = True,
-             consumers: int = 1, partitions: int = 3, linger_ms: int = 0, tag: str = "") -> dict:
+             consumers: int = 1, partitions: int = 3, linger_ms: int = 0, tag: str = "", idempotent: bool = True) -> dict:
     """Produce-to-deliver latency (ms: p50, p99, max) of a paced Producer (``rate`` records/s for
     ``seconds``, ``linger.ms`` = ``linger_ms``, round robin over ``partitions``) to ``consumers``
     ShareConsumers of one group, each in its own process (clocks: the same machine). Each record is
     timed from its scheduled send to its delivery to the application. The consumers acknowledge
     every record explicitly (ACCEPT); with ``commit_per_poll`` they also call ``commit_async()``
     after each poll (one ShareAcknowledge per poll), otherwise the acknowledgements ride on the
-    next ShareFetch (KIP-932's piggybacking, the client's default path). ``records`` counts the
-    deliveries (a redelivery counts again)."""
+    next ShareFetch (KIP-932's piggybacking, the client's default path). The producer is
+    :data:`LATENCY_PRODUCER_CONFIG` (issue 14's: idempotent, ``acks=all``), warmed up before the
+    clock starts; ``idempotent=False`` turns idempotence off (librdkafka then keeps up to 1,000,000
+    requests in flight, so with ``linger.ms=0`` every record travels alone however far the broker
+    falls behind). ``records`` counts the deliveries (a redelivery counts again)."""
     from confluent_kafka import Producer
 
     topic = ("latency" if commit_per_poll else "latency-piggyback") + tag
@@ -233,7 +239,16 @@ def _latency(bootstrap: str, rate: int = 1000, seconds: int = 5, commit_per_poll
     for c in cs:
         c.stdout.readline()
     time.sleep(3)  # let the consumers join and open their share sessions
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": linger_ms})
+    p = Producer({"bootstrap.servers": bootstrap, **LATENCY_PRODUCER_CONFIG, "linger.ms": linger_ms, "enable.idempotence": idempotent})
+    # Warm the producer up before the clock starts: an idempotent librdkafka producer holds every
+    # record until it has a producer id, and asks for one only on a 500 ms timer when no broker
+    # connection is up yet (its "Coordinator not up" PID timer), so the first ~500 records of a
+    # cold start would time the client's start-up. One record to another topic and a metadata
+    # request for this one connect it, acquire the producer id and learn the partition's leader.
+    _new_topic(bootstrap, topic + "-warm-up")
+    p.produce(topic + "-warm-up", b"warm-up")
+    if p.flush(30) or not p.list_topics(topic, timeout=30).topics.get(topic):
+        raise RuntimeError("the latency producer did not warm up")
     t0, w0 = time.perf_counter(), time.time()
     behind = 0.0
     for i in range(n):
@@ -271,15 +286,15 @@ def part_latency(rate: int, seconds: int = 10, overrides: dict[str, str] | None 
 
 
 def bench_latency(overrides: dict[str, str] | None, rate: int, seconds: int, consumers: int, partitions: int,
-                  linger_ms: int, rounds: int, commit_per_poll: bool = True) -> dict:
+                  linger_ms: int, rounds: int, commit_per_poll: bool = True, idempotent: bool = True) -> dict:
     """Only the produce-to-deliver latency (:func:`_latency`), ``rounds`` times on one daemon (a
     new topic and group each round); returns ``{"latency_rounds": [{p50, p99, max, records}]}``
     plus the parameters (``--latency-only``)."""
     out: dict = {"rate": rate, "seconds": seconds, "consumers": consumers, "partitions": partitions, "linger_ms": linger_ms,
-                 "commit_per_poll": commit_per_poll}
+                 "commit_per_poll": commit_per_poll, "idempotent_producer": idempotent}
     with _Daemon(overrides) as d:
-        out["latency_rounds"] = [_latency(d.bootstrap, rate, seconds, commit_per_poll, consumers, partitions, linger_ms, tag=f"-{r}")
-                                 for r in range(rounds)]
+        out["latency_rounds"] = [_latency(d.bootstrap, rate, seconds, commit_per_poll, consumers, partitions, linger_ms, tag=f"-{r}",
+                                          idempotent=idempotent) for r in range(rounds)]
     return out
 
 
@@ -1037,11 +1052,12 @@ def main() -> None:
     ap.add_argument("--linger-ms", type=int, default=0, help="--latency-only: the producer's linger.ms")
     ap.add_argument("--rounds", type=int, default=1, help="--latency-only: measurements on the same daemon")
     ap.add_argument("--acks-on-next-fetch", action="store_true", help="--latency-only: no commit_async per poll")
+    ap.add_argument("--no-idempotence", action="store_true", help="--latency-only: a producer without idempotence")
     args = ap.parse_args()
     overrides = dict(o.split("=", 1) for o in args.override)
     if args.latency_only:
         lat = bench_latency(overrides, args.rate, args.seconds, args.consumers, args.partitions, args.linger_ms, args.rounds,
-                            not args.acks_on_next_fetch)
+                            not args.acks_on_next_fetch, not args.no_idempotence)
         print(json.dumps({"bench": "e2e-latency", "overrides": overrides, **lat}))
         return
     import confluent_kafka
@@ -1050,7 +1066,7 @@ def main() -> None:
     result: dict = {"bench": "e2e", "issue": 14, "overrides": overrides, "machine": {"cpus": os.cpu_count(), "shared": True},
                     "clients": {"confluent_kafka": confluent_kafka.__version__, "librdkafka": confluent_kafka.libversion()[0],
                                 "share_consumer": SHARE_CONSUMER_CONFIG, "slow_share_consumer": SLOW_CONSUMER_CONFIG,
-                                "producer": {"acks": "all", "linger.ms": 5, **PRODUCER_CONFIG}, "latency_producer": {"acks": "all", "linger.ms": 0},
+                                "producer": {"acks": "all", "linger.ms": 5, **PRODUCER_CONFIG}, "latency_producer": {**LATENCY_PRODUCER_CONFIG, "linger.ms": 0},
                                 "commit": "commit_async() after every poll"}}
     runs = {
         "latency": lambda: part_latency(1000, args.seconds, overrides),

@@ -781,13 +781,36 @@ class EventLog:
         return self._fetch_driver(self._sql_max_position, ())[0][0] or 0
 
     def stream_ids(self, prefix: str = "") -> list[str]:
-        """The ids of the streams that have events, optionally only those starting with ``prefix``."""
-        t = events_table.c
-        q = sa.select(t.stream_id).distinct().order_by(t.stream_id)
-        if prefix:
-            q = q.where(t.stream_id.startswith(prefix, autoescape=True))
-        with self.engine.connect() as conn:
-            return list(conn.execute(q).scalars())
+        """The ids of the streams that have events (sorted, the column's collation), optionally
+        only those starting with ``prefix``.
+
+        A loose index scan of ``uq_events_stream_version`` (stream id, stream version): one index
+        seek per stream (``min(stream_id) WHERE stream_id > previous``), so its cost follows the
+        number of streams, not of events. A ``SELECT DISTINCT`` reads every event's index entry:
+        35 ms for 500,000 events here, on a log that grows by ~2,000 events/s under a share
+        consumer at 1,000 records/s, read by the daemon's status tick every 2 s. On SQLite the
+        column compares bytewise (BINARY), so the ids with ``prefix`` are one run of the index,
+        from ``prefix`` on; PostgreSQL's collation need not keep them together, so there every
+        stream is visited and the prefix filtered."""
+        if self.dialect == "sqlite":
+            m, n = self._mark, len(prefix)
+            sql = (
+                "WITH RECURSIVE s(id) AS ("
+                f" SELECT (SELECT min(stream_id) FROM events WHERE stream_id >= {m})"
+                " UNION ALL"
+                " SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id) FROM s"
+                f" WHERE s.id IS NOT NULL AND substr(s.id, 1, {m}) = {m})"
+                f" SELECT id FROM s WHERE id IS NOT NULL AND substr(id, 1, {m}) = {m} ORDER BY id"
+            )
+            return [row[0] for row in self._fetch_driver(sql, (prefix, n, prefix, n, prefix))]
+        sql = (
+            "WITH RECURSIVE s(id) AS ("
+            " SELECT min(stream_id) FROM events"
+            " UNION ALL"
+            " SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id) FROM s WHERE s.id IS NOT NULL)"
+            " SELECT id FROM s WHERE id IS NOT NULL ORDER BY id"
+        )
+        return [row[0] for row in self._fetch_driver(sql, ()) if row[0].startswith(prefix)]
 
     def arrow_batches(self, from_position: int = 0, until_position: int | None = None, batch_rows: int = 65_536):
         """The log's rows after ``from_position`` (exclusive) up to ``until_position`` (inclusive)

@@ -108,7 +108,7 @@ class _Route:
 class _Setup:
     """Host-internal: the coordinator's configuration and the objects it shares with the host
     thread (``routes``: group id → address of a recovered actor, read by the endpoints;
-    ``on_freed(group_id, partitions)``: called on the host thread for each :class:`RecordsFreed`)."""
+    ``on_freed(group_id, partitions)``: called in the system (holding its turn) for each :class:`RecordsFreed`)."""
 
     config: dict
     journal: Any
@@ -332,7 +332,7 @@ class ShareGroupHost:
         #: group id → address of its recovered actor; written by the coordinator on the host
         #: thread, read there by the endpoints (:meth:`ask`) and by :meth:`running` (a dict read)
         self._routes: dict[str, Any] = {}
-        #: called (on the host thread) with a group id whose records were freed and the
+        #: called in the system (holding its turn) with a group id whose records were freed and the
         #: ``(topic id, partition)`` pairs they were freed in (:class:`RecordsFreed`)
         self.on_records_freed: Callable[[str, tuple[tuple[str, int], ...]], None] = lambda _g, _p: None
         self.coordinator = self.system.create(ShareCoordinatorActor)

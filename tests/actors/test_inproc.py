@@ -1,12 +1,13 @@
-"""The in-process actor system (:mod:`actors.inproc`): Thespian's ``simpleSystemBase`` run by one
-host thread, asked from other threads; the host's own timers; the journal writer thread."""
+"""The in-process actor system (:mod:`actors.inproc`): Thespian's ``simpleSystemBase`` run under
+one turn by the threads that hand it work and by its host thread; the host's own timers; the
+journal writer thread."""
 
 from __future__ import annotations
 
 import threading
 import time
 from datetime import timedelta
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 from thespian.actors import Actor, WakeupMessage
@@ -16,14 +17,21 @@ from actors.inproc import InProcessActorSystem, ScheduleWakeup, hosted_in_proces
 
 
 class Echo(Actor):
-    """Answers every tuple with itself and records on which thread it ran."""
+    """Answers every tuple with itself; records on which threads it ran and how many of its
+    handlers ran at once (``most_at_once``)."""
 
     threads: set[str] = set()
+    inside = 0
+    most_at_once = 0
 
     def receiveMessage(self, msg: Any, sender: Any) -> None:  # noqa: N802
+        Echo.inside += 1
+        Echo.most_at_once = max(Echo.most_at_once, Echo.inside)
         Echo.threads.add(threading.current_thread().name)
+        time.sleep(0.0005)  # a handler that takes a while: an overlap would show
         if isinstance(msg, tuple):
             self.send(sender, ("echo", *msg, hosted_in_process()))
+        Echo.inside -= 1
 
 
 class Silent(Actor):
@@ -54,9 +62,9 @@ def host():
     h.stop()
 
 
-def test_asks_from_many_threads_are_answered_and_every_handler_runs_on_the_host_thread(host):
+def test_asks_from_many_threads_are_answered_and_handlers_never_run_at_once(host):
     echo = host.create(Echo)
-    Echo.threads = set()
+    Echo.threads, Echo.most_at_once = set(), 0
     results: list[tuple] = []
     lock = threading.Lock()
 
@@ -67,13 +75,53 @@ def test_asks_from_many_threads_are_answered_and_every_handler_runs_on_the_host_
                 results.append(r)
         host.release_thread()
 
-    threads = [threading.Thread(target=client, args=(k,)) for k in range(4)]
+    threads = [threading.Thread(target=client, args=(k,), name=f"client-{k}") for k in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(30)
+    # every handler saw hosted_in_process() true, whichever thread held the turn
     assert sorted(results) == sorted(("echo", k, i, True) for k in range(4) for i in range(50))
-    assert Echo.threads == {"test-actors"}
+    assert Echo.most_at_once == 1
+    assert Echo.threads and Echo.threads <= {"test-actors", "client-0", "client-1", "client-2", "client-3"}
+
+
+def test_a_caller_runs_its_own_ask_when_the_turn_is_free(host):
+    echo = host.create(Echo)
+    Echo.threads = set()
+    assert host.ask(echo, (1,), 5) == ("echo", 1, True)
+    assert Echo.threads == {threading.current_thread().name}
+    assert not hosted_in_process()  # the caller is back outside the system
+
+
+def test_jobs_posted_while_another_thread_holds_the_turn_all_run_in_order_one_at_a_time(host):
+    ran: list[tuple[int, int]] = []
+    inside = [0, 0]  # now, most
+
+    def job(k: int, i: int) -> Callable[[], None]:
+        def run() -> None:
+            inside[0] += 1
+            inside[1] = max(inside)
+            ran.append((k, i))
+            inside[0] -= 1
+        return run
+
+    def poster(k: int) -> None:
+        for i in range(500):
+            host.post(job(k, i))
+
+    threads = [threading.Thread(target=poster, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    deadline = time.monotonic() + 5  # no job is left queued: nothing else will be posted to run it
+    while len(ran) < 3000 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sorted(ran) == sorted((k, i) for k in range(6) for i in range(500))
+    for k in range(6):  # each poster's jobs ran in the order it posted them
+        assert [i for kk, i in ran if kk == k] == list(range(500))
+    assert inside[1] == 1
 
 
 def test_an_endpoint_given_back_is_reused_and_one_that_timed_out_is_dropped(host):
@@ -88,11 +136,11 @@ def test_an_endpoint_given_back_is_reused_and_one_that_timed_out_is_dropped(host
     assert host.ask(echo, (4,), 5) == ("echo", 4, True)
 
 
-def test_call_runs_on_the_host_thread_and_raises_the_functions_error(host):
-    assert host.call(lambda asys: threading.current_thread().name) == "test-actors"
+def test_call_returns_the_functions_result_and_raises_its_error(host):
+    assert host.call(lambda asys: hosted_in_process()) is True
     with pytest.raises(ZeroDivisionError):
         host.call(lambda asys: 1 / 0)
-    assert host.call(lambda asys: 42) == 42  # the host thread survived
+    assert host.call(lambda asys: 42) == 42  # the system survived
 
 
 def test_timer_wakeups_arrive_in_deadline_order_and_not_before_their_time(host):
@@ -144,9 +192,63 @@ def test_a_wakeup_message_is_thespians_own_type(host):
     assert seen and seen[0].payload == "p"
 
 
-def test_stop_runs_the_exit_function_on_the_host_thread_and_ends_the_thread():
+def test_stop_runs_the_exit_function_in_the_system_and_ends_the_thread():
     h = InProcessActorSystem("stopping").start()
-    ran: list[str] = []
-    h.stop(lambda asys: ran.append(threading.current_thread().name))
-    assert ran == ["stopping"] and not h.running
+    ran: list[bool] = []
+    h.stop(lambda asys: ran.append(hosted_in_process()))
+    assert ran == [True] and not h.running
+    h.post(lambda: ran.append(False))  # the system is shut down: a job posted now never runs
+    assert ran == [True]
     h.stop()  # idempotent
+
+
+def test_a_job_posted_while_the_turn_is_being_given_back_is_not_left_behind(host):
+    """The race the drain's second look closes: thread B posts while thread A, done with the
+    queue, still holds the turn. B cannot take the turn and returns; A must run B's job."""
+    ran: list[str] = []
+    real_turn = host._turn  # noqa: SLF001 - white box: the turn
+
+    class Turn:
+        armed = True
+
+        def acquire(self, blocking: bool = True) -> bool:
+            return real_turn.acquire(blocking)
+
+        def release(self) -> None:
+            if Turn.armed and threading.current_thread() is threading.main_thread():
+                Turn.armed = False
+                b = threading.Thread(target=host.post, args=(lambda: ran.append("b"),))
+                b.start()
+                b.join(5)  # B posted and returned: the turn was taken
+            real_turn.release()
+
+    real_wake = host._wake  # noqa: SLF001
+    host._turn = Turn()  # noqa: SLF001
+    host._wake = threading.Event()  # noqa: SLF001 - a fresh event the host thread does not wait on:
+    # only the posting threads can run the job, as when the host thread is busy with timers
+    try:
+        host.post(lambda: ran.append("a"))
+        deadline = time.monotonic() + 2
+        while len(ran) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ran == ["a", "b"]
+    finally:
+        host._turn, host._wake = real_turn, real_wake  # noqa: SLF001
+        real_wake.set()
+
+
+def test_a_poster_runs_at_most_its_budget_and_the_host_thread_runs_the_rest(host):
+    """A connection thread that posts while a backlog is queued runs POSTER_BUDGET jobs, not the
+    whole backlog; the host thread takes the rest, in order."""
+    ran: list[tuple[int, str]] = []
+    with host._turn:  # noqa: SLF001 - hold the turn while the backlog is queued
+        for i in range(3 * host.POSTER_BUDGET):
+            host._jobs.append(lambda i=i: ran.append((i, threading.current_thread().name)))  # noqa: SLF001
+    host.post(lambda: ran.append((-1, threading.current_thread().name)))
+    deadline = time.monotonic() + 5
+    while len(ran) < 3 * host.POSTER_BUDGET + 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [i for i, _ in ran] == [*range(3 * host.POSTER_BUDGET), -1]
+    by_poster = [i for i, name in ran if name == threading.current_thread().name]
+    assert 1 <= len(by_poster) <= host.POSTER_BUDGET
+    assert {name for _, name in ran} <= {threading.current_thread().name, "test-actors"}

@@ -284,6 +284,28 @@ def test_read_all_is_in_commit_order_with_exclusive_checkpoint(five: EventLog) -
     assert five.stream_ids() == ["other", "p"] and five.stream_ids("o") == ["other"]
 
 
+_ID_CHARS = st.sampled_from(["a", "b", "A", ":", "-", "%", "_", "/", "\\", "é", "z", "0"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ids=st.lists(st.text(_ID_CHARS, min_size=0, max_size=5), min_size=1, max_size=12, unique=True),
+       events=st.integers(1, 3), prefix=st.text(_ID_CHARS, max_size=3))
+def test_stream_ids_are_those_a_distinct_scan_finds(event_log: EventLog, ids: list[str], events: int, prefix: str) -> None:
+    """The loose index scan of ``stream_ids`` against ``SELECT DISTINCT … ORDER BY`` in the
+    database's own collation: ids sharing prefixes, LIKE's wildcards, non-ASCII, the empty id
+    part; a namespace per example keeps the examples apart in one log."""
+    ns = f"n{uuid.uuid4().hex[:8]}|"
+    for sid in ids:
+        event_log.append(ns + sid, evs(*range(events)), NO_STREAM)
+    t = events_table.c
+    q = sa.select(t.stream_id).distinct().where(t.stream_id.startswith(ns + prefix, autoescape=True)).order_by(t.stream_id)
+    with event_log.engine.connect() as conn:
+        oracle = list(conn.execute(q).scalars())
+    assert event_log.stream_ids(ns + prefix) == oracle
+    assert sorted(oracle) == sorted(ns + sid for sid in ids if sid.startswith(prefix))
+    assert set(event_log.stream_ids()) >= {ns + sid for sid in ids}
+
+
 # ------------------------------------------------------------------ holes and rollbacks
 
 
