@@ -253,14 +253,14 @@ class InProcessActorSystem:
             self._wake.set()  # the host thread sleeps until the earliest deadline: a new earliest one
 
     # ------------------------------------------------------------------ talking to the system
-    def post(self, job: Callable[[], None]) -> None:
+    def post(self, job: Callable[[], None], budget: int | None = None) -> None:
         """Run ``job()`` in the system, after the jobs posted before it (any thread). When no
-        thread holds the turn, the calling thread takes it and runs the queued jobs (at most
-        :attr:`POSTER_BUDGET`) before returning; otherwise the holder, or the host thread, runs
-        ``job`` and this returns at once. A job that raises is logged. A job must not wait for
+        thread holds the turn, the calling thread takes it and runs queued jobs, at most
+        ``budget`` (default :attr:`POSTER_BUDGET`), before returning; the holder of the turn, or
+        the host thread, runs the rest. A job that raises is logged. A job must not wait for
         another job (it would wait for its own turn)."""
         self._jobs.append(job)
-        self._drain(blocking=False, budget=self.POSTER_BUDGET)
+        self._drain(blocking=False, budget=self.POSTER_BUDGET if budget is None else budget)
         if self._jobs:
             self._wake.set()  # the turn is taken or the budget spent: the host thread runs the rest
 
@@ -288,9 +288,10 @@ class InProcessActorSystem:
         """Create a top-level actor of ``actor_class`` in the system; returns its address."""
         return self.call(lambda asys: asys.createActor(actor_class), timeout_s)
 
-    def tell(self, addr: Any, msg: Any) -> None:
-        """Send ``msg`` to ``addr`` without waiting (from any thread; the sender is the system)."""
-        self.post(lambda: self._asys.tell(addr, msg))
+    def tell(self, addr: Any, msg: Any, budget: int | None = None) -> None:
+        """Send ``msg`` to ``addr`` without waiting (from any thread; the sender is the system);
+        ``budget``: as :meth:`post`'s."""
+        self.post(lambda: self._asys.tell(addr, msg), budget)
 
     def _endpoint(self) -> tuple[Any, queue.SimpleQueue]:
         ep = getattr(self._local, "ep", None)

@@ -226,8 +226,8 @@ class JournalActor(ShoalActor):
 class JournalWriter:
     """The journal as a thread of this process: group-commits the appends of the actors hosted
     in-process (:mod:`actors.inproc`) while they go on deciding, so an fsync never blocks the
-    thread that runs them, and the appends that arrive during one commit go into the next as one
-    transaction (Akka's ``persistAsync`` with a batching journal).
+    actors, and the appends that arrive during one commit go into the next as one transaction
+    (Akka's ``persistAsync`` with a batching journal).
 
     ``submit(msg, reply_to)`` queues :class:`AppendEvents`, :class:`ReadStream` or
     :class:`SaveSnapshot` from any thread. The writer thread commits every queued append in arrival

@@ -791,7 +791,7 @@ class EventLog:
         consumer at 1,000 records/s, read by the daemon's status tick every 2 s. On SQLite the
         column compares bytewise (BINARY), so the ids with ``prefix`` are one run of the index,
         from ``prefix`` on; PostgreSQL's collation need not keep them together, so there every
-        stream is visited and the prefix filtered."""
+        stream is visited and the prefix filtered. The prefix compares exactly (case included)."""
         if self.dialect == "sqlite":
             m, n = self._mark, len(prefix)
             sql = (
@@ -802,15 +802,21 @@ class EventLog:
                 f" WHERE s.id IS NOT NULL AND substr(s.id, 1, {m}) = {m})"
                 f" SELECT id FROM s WHERE id IS NOT NULL AND substr(id, 1, {m}) = {m} ORDER BY id"
             )
-            return [row[0] for row in self._fetch_driver(sql, (prefix, n, prefix, n, prefix))]
-        sql = (
-            "WITH RECURSIVE s(id) AS ("
-            " SELECT min(stream_id) FROM events"
-            " UNION ALL"
-            " SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id) FROM s WHERE s.id IS NOT NULL)"
-            " SELECT id FROM s WHERE id IS NOT NULL ORDER BY id"
-        )
-        return [row[0] for row in self._fetch_driver(sql, ()) if row[0].startswith(prefix)]
+            params: tuple[Any, ...] = (prefix, n, prefix, n, prefix)
+        else:
+            sql = (
+                "WITH RECURSIVE s(id) AS ("
+                " SELECT min(stream_id) FROM events"
+                " UNION ALL"
+                " SELECT (SELECT min(stream_id) FROM events WHERE stream_id > s.id) FROM s WHERE s.id IS NOT NULL)"
+                " SELECT id FROM s WHERE id IS NOT NULL ORDER BY id"
+            )
+            params = ()
+        # a pooled connection, not the writer's: on PostgreSQL the walk visits every stream, and
+        # the appends of this process must not wait for it (a listing, not the request path)
+        with self.engine.connect() as conn:
+            rows = conn.exec_driver_sql(sql, params).fetchall()
+        return [row[0] for row in rows if row[0].startswith(prefix)]
 
     def arrow_batches(self, from_position: int = 0, until_position: int | None = None, batch_rows: int = 65_536):
         """The log's rows after ``from_position`` (exclusive) up to ``until_position`` (inclusive)

@@ -221,12 +221,12 @@ class BrokerShareConfig:
         itself (``False``), by ``shoal.share.group.append.path``: ``journal``, ``direct``, or
         ``auto`` (the default: the journal, on SQLite and PostgreSQL alike).
 
-        In the daemon the groups run on one thread of the listener process
+        In the daemon the groups run in the listener process, one decision at a time
         (:mod:`actors.share.host`). Through the journal — a :class:`actors.journal.JournalWriter`
         thread — the appends are pipelined and group-committed: the groups go on deciding while a
         commit runs, and the decisions made meanwhile share the next transaction (one fsync for
-        many requests). Direct: each decision is one commit on the groups' thread, which waits for
-        it (one hand-off fewer per request, no batching). ``event_log_url`` is kept for callers
+        many requests). Direct: each decision is one commit by the thread that decided it, and the
+        groups wait for it (no batching). ``event_log_url`` is kept for callers
         that choose by database; both paths work on both."""
         if self.append_path == "auto":
             return True

@@ -3,8 +3,9 @@ share-partition leaders, with Kafka's one-thread-per-shard shape).
 
 Every share group is still one :class:`actors.share.actor.ShareGroupActor`, deciding its requests
 one at a time and appending each decision before it answers. They run in an
-:class:`actors.inproc.InProcessActorSystem` (Thespian's ``simpleSystemBase`` on one thread of the
-listener process), not one process each:
+:class:`actors.inproc.InProcessActorSystem` (Thespian's ``simpleSystemBase`` in the listener
+process, run under one lock by the connection threads that ask it and by its host thread), not
+one process each:
 
 * a ShareFetch or ShareAcknowledge costs no pickled TCP hop (1.5–3 ms each way on a loaded 2-core
   machine, measured with Thespian 4.0.1; the in-process hand-off is ~0.1 ms);
@@ -325,12 +326,14 @@ class ShareGroupHost:
         if not self._direct:
             system = self.system
             self.journal_writer = JournalWriter(
-                event_log_for(self.config), lambda to, reply: system.tell(to, reply),
+                # the writer runs at most one job of the system per reply it hands over: its
+                # own thread commits, it must not become the system's executor
+                event_log_for(self.config), lambda to, reply: system.tell(to, reply, budget=1),
                 int(self.config.get("event.log.journal.max.batch", 256)), name="shoal-share-journal")
             journal = self.system.create(_JournalEndpoint)
             self.system.tell(journal, _JournalBind(self.journal_writer))
-        #: group id → address of its recovered actor; written by the coordinator on the host
-        #: thread, read there by the endpoints (:meth:`ask`) and by :meth:`running` (a dict read)
+        #: group id → address of its recovered actor; written by the coordinator in the system,
+        #: read there by the endpoints (:meth:`ask`) and by :meth:`running` (a dict read)
         self._routes: dict[str, Any] = {}
         #: called in the system (holding its turn) with a group id whose records were freed and the
         #: ``(topic id, partition)`` pairs they were freed in (:class:`RecordsFreed`)

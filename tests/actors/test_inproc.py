@@ -100,8 +100,10 @@ def test_jobs_posted_while_another_thread_holds_the_turn_all_run_in_order_one_at
 
     def job(k: int, i: int) -> Callable[[], None]:
         def run() -> None:
+            assert host._turn.locked()  # noqa: SLF001 - whoever runs it holds the turn
             inside[0] += 1
             inside[1] = max(inside)
+            time.sleep(0.0002)  # long enough for another thread to get the GIL: an overlap would show
             ran.append((k, i))
             inside[0] -= 1
         return run
@@ -252,3 +254,17 @@ def test_a_poster_runs_at_most_its_budget_and_the_host_thread_runs_the_rest(host
     by_poster = [i for i, name in ran if name == threading.current_thread().name]
     assert 1 <= len(by_poster) <= host.POSTER_BUDGET
     assert {name for _, name in ran} <= {threading.current_thread().name, "test-actors"}
+
+
+def test_a_posts_own_budget_bounds_what_its_thread_runs(host):
+    """The journal writer hands each reply over with a budget of 1: one job of a backlog, not the
+    backlog (its own thread has commits to run)."""
+    ran: list[str] = []
+    with host._turn:  # noqa: SLF001
+        for _ in range(10):
+            host._jobs.append(lambda: ran.append(threading.current_thread().name))  # noqa: SLF001
+    host.tell(host.timer, "not for the timer", budget=1)
+    deadline = time.monotonic() + 5
+    while len(ran) < 10 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran.count(threading.current_thread().name) == 1 and len(ran) == 10

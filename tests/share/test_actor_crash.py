@@ -109,7 +109,7 @@ HOSTED_CHILD = textwrap.dedent(
 
     url = sys.argv[1]
     # as in the daemon: the group hosted in this process, its appends group-committed by the
-    # journal thread while the host thread goes on deciding (the replies wait for durability)
+    # journal thread while the group goes on deciding (the replies wait for durability)
     h = ShareGroupHost({"event.log.url": url, "shoal.share.group.append.path": "journal"})
     assert h.start_group("crash") is None
     for mem in ("m1", "m2"):
