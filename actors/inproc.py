@@ -62,8 +62,9 @@ _HOSTED = threading.local()
 
 
 def hosted_in_process() -> bool:
-    """Whether the calling thread runs an :class:`InProcessActorSystem` (its actors share the
-    process with the listener: they must not freeze its heap, :func:`actors.base.freeze_inherited_heap`)."""
+    """Whether the calling thread runs an :class:`InProcessActorSystem` now: it is the system's
+    host thread, or holds the system's turn to run its jobs (its actors share the process with
+    the listener: they must not freeze its heap, :func:`actors.base.freeze_inherited_heap`)."""
     return bool(getattr(_HOSTED, "host", False))
 
 
@@ -225,12 +226,13 @@ class InProcessActorSystem:
         again, so a job posted while the turn was being given back is not left behind: this
         thread or the next holder runs it."""
         jobs = self._jobs
+        limit = float("inf") if budget is None else budget
         ran = 0
-        while jobs and not self._closed and (budget is None or ran < budget) and self._turn.acquire(blocking):
+        while jobs and not self._closed and ran < limit and self._turn.acquire(blocking):
             was_host = getattr(_HOSTED, "host", False)
             _HOSTED.host = True
             try:
-                while jobs and not self._closed and (budget is None or ran < budget):
+                while jobs and not self._closed and ran < limit:
                     self._safely(jobs.popleft())
                     ran += 1
             finally:
